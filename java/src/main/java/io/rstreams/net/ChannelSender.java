@@ -5,17 +5,24 @@ import java.util.concurrent.Flow;
 
 /**
  * The input of a channel this end opened (PROTOCOL.md §21), sent from its input Publisher. The
- * Publisher is subscribed at the peer's first inputRequest and asked for exactly the input demand
- * the peer granted (§21.4), at most {@value #INPUT_WINDOW} elements outstanding at a time; each
- * element, encoded by the codec, goes as one inputNext, or split as inputNextPart ... inputNext
- * above 64 KiB (§21.6). Its completion or failure is sent as inputComplete or inputError (the
+ * Publisher is subscribed at the peer's first inputRequest and asked for no more than the input
+ * demand the peer granted (§21.4), and only while the connection takes more (the channel below
+ * Netty's high-water mark, as the serving streams produce): the grant is a permission, not a
+ * reason to fill the write buffer (§6.3). Per event-loop turn it asks for at most
+ * {@value #INPUT_WINDOW} elements and about {@value #WRITE_LIMIT} bytes of them by the sizes seen
+ * so far (one element while none is known), as rstreams' opener does; the turn's write goes out
+ * before the next turn asks again, and a channel that is not writable asks again when it is
+ * (Endpoint's refill). Each element, encoded by the codec, goes as one inputNext, or split as
+ * inputNextPart ... inputNext above 64 KiB (§21.6). Its completion or failure is sent as inputComplete or inputError (the
  * error's class name and message, as rstreams sends them, §21.5). The peer's inputCancel, and the
  * end of the channel's output (the tie, §21.5), cancel the input's subscription. Signals of the
  * input Publisher may come on any thread; everything else runs on the connection's I/O thread.
  */
 final class ChannelSender<I> implements Flow.Subscriber<I> {
-    /** Input elements requested from the input Publisher at a time (as rstreams and JavaScript, §21.4). */
+    /** Input elements requested from the input Publisher at a time, and per turn (as rstreams and JavaScript, §21.4). */
     static final int INPUT_WINDOW = 64;
+    /** About the bytes of input elements asked for per turn (rstreams' WRITE_LIMIT, §21.4). */
+    static final int WRITE_LIMIT = 1 << 20;
 
     private final Endpoint endpoint;
     private final Flow.Publisher<? extends I> source;
@@ -27,6 +34,10 @@ final class ChannelSender<I> implements Flow.Subscriber<I> {
     private Flow.Subscription upstream;
     private long granted; // input demand granted by the peer and not yet requested upstream
     private long outstanding; // requested upstream and not yet received
+    private long turn; // elements requested this turn: at most INPUT_WINDOW
+    private long sent; // bytes sent this turn: about WRITE_LIMIT at most
+    private long estimate; // bytes of an element (the largest recent one); 0: none seen yet
+    private boolean waiting; // for the next turn, or for the channel to take more
 
     ChannelSender(Endpoint endpoint, Flow.Publisher<? extends I> source, Codec<I> codec) {
         this.endpoint = endpoint;
@@ -77,17 +88,53 @@ final class ChannelSender<I> implements Flow.Subscriber<I> {
         if (ended || s == null) {
             return;
         }
-        long want = Math.min(granted, INPUT_WINDOW - outstanding);
+        long want = allowed(sent, turn);
         if (want <= 0) {
+            if (granted <= 0 || allowed(0, 0) <= 0) {
+                return; // the peer's inputRequest, or an element requested arriving, pulls again
+            }
+            if (!waiting) { // this turn's elements or bytes are used: its write goes out first
+                waiting = true;
+                endpoint.execute(this::writable);
+            }
+            return;
+        }
+        if (!endpoint.writable()) {
+            waiting = true; // Endpoint's refill, once the channel takes more, pulls again
             return;
         }
         granted -= want;
         outstanding += want;
+        turn += want;
         try {
             s.request(want);
         } catch (RuntimeException e) {
             cancel(s);
             fail(e);
+        }
+    }
+
+    /** Elements to request now, after {@code sentBytes} bytes and {@code asked} elements this turn. */
+    private long allowed(long sentBytes, long asked) {
+        long fits = 1; // no size known: one element, which teaches it
+        if (estimate > 0) { // within WRITE_LIMIT by the estimate, one element a turn at least
+            fits = (WRITE_LIMIT - sentBytes) / estimate;
+            if (fits < 1 && sentBytes == 0) {
+                fits = 1;
+            }
+        }
+        fits = Math.min(fits, INPUT_WINDOW);
+        // what is outstanding counts against the bytes and the window
+        return Math.min(Math.min(granted, fits - outstanding), INPUT_WINDOW - asked);
+    }
+
+    /** A new turn, or the channel takes more again (Endpoint's refill): asks for more if it waited (I/O thread). */
+    void writable() {
+        if (waiting) {
+            waiting = false;
+            turn = 0;
+            sent = 0;
+            pull();
         }
     }
 
@@ -134,8 +181,12 @@ final class ChannelSender<I> implements Flow.Subscriber<I> {
                 fail(e);
                 return;
             }
+            sent += data.length;
+            estimate = data.length > estimate / 2 ? data.length : estimate / 2; // up at once, down by halves
             endpoint.scheduleFlush();
-            pull();
+            if (outstanding <= INPUT_WINDOW / 2) {
+                pull();
+            }
         });
     }
 

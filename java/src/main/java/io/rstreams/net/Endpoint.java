@@ -390,8 +390,13 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Lets every serving stream produce again, starting one further each time, so none starves. */
+    /** Lets every serving stream produce again, starting one further each time, so none starves; and every channel's input (§21.4). */
     private void refillAll() {
+        if (!senders.isEmpty()) {
+            for (ChannelSender<?> sender : new ArrayList<>(senders.values())) {
+                sender.writable();
+            }
+        }
         List<ServingStream> streams = new ArrayList<>(serving.values());
         int n = streams.size();
         if (n == 0) {

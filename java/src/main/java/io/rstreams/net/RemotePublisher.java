@@ -35,9 +35,13 @@ public final class RemotePublisher<T> implements Flow.Publisher<T> {
         this(endpoint, name, codec, credentials, metadata, metadataRequired, null);
     }
 
-    /** A channel (§21.3): each subscribe opens one, {@code input} sending that channel's input. */
-    static <T> RemotePublisher<T> channel(Endpoint endpoint, String name, Codec<T> codec, java.util.function.Supplier<ChannelSender<?>> input) {
-        return new RemotePublisher<>(endpoint, name, codec, null, null, false, Objects.requireNonNull(input, "input"));
+    /**
+     * A channel (§21.3): each subscribe opens one, {@code input} sending that channel's input; with
+     * its own {@code credentials} (§15.4) and {@code metadata} (§18.1), each null for none.
+     */
+    static <T> RemotePublisher<T> channel(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials,
+            SubscribeMetadata metadata, boolean metadataRequired, java.util.function.Supplier<ChannelSender<?>> input) {
+        return new RemotePublisher<>(endpoint, name, codec, credentials, metadata, metadataRequired, Objects.requireNonNull(input, "input"));
     }
 
     private RemotePublisher(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials, SubscribeMetadata metadata,

@@ -106,7 +106,7 @@ final class RemoteSubscription<T> implements Flow.Subscription {
                         + "(PROTOCOL.md §21.1); its hello does not list it"));
                 return;
             }
-            id = conn.openChannel(name, pending.getAndSet(0));
+            id = conn.openChannel(name, pending.getAndSet(0), credentials, withMetadata ? metadata : null);
             input.opened(id);
         } else {
             id = conn.subscribe(name, pending.getAndSet(0), credentials, withMetadata ? metadata : null);

@@ -137,9 +137,11 @@ public final class RsioConnection implements AutoCloseable {
      * rstreams' {@code conn.channel(name, input)} and JavaScript's: each subscribe to the returned
      * publisher opens one channel, whose output are its elements (raw bytes), and sends
      * {@code input} as the channel's input. {@code input} is subscribed at the peer's first
-     * inputRequest and asked for exactly the input demand the peer grants (§21.4, at most 64
-     * elements at a time); an element above 64 KiB travels split as inputNextPart ... inputNext
-     * (extension input-parts, §21.6); its completion or failure is sent as inputComplete or
+     * inputRequest and asked for no more than the input demand the peer grants, only while the
+     * connection takes more, at most 64 elements and about 1 MiB of them per event-loop turn
+     * (§21.4: the grant is a permission, not a reason to fill the write buffer, so a peer that
+     * grants much and reads nothing holds the input back); an element above 64 KiB travels
+     * split as inputNextPart ... inputNext (extension input-parts, §21.6); its completion or failure is sent as inputComplete or
      * inputError ({@code "ClassName: message"}, §21.5). The peer's inputCancel cancels the
      * input's subscription, and so does the end of the output (its completion or error, a cancel,
      * the connection's end: the input never outlives the channel, §21.5). The subscribe waits for
@@ -160,9 +162,44 @@ public final class RsioConnection implements AutoCloseable {
 
     /** {@link #channel(String, Flow.Publisher)} with input elements encoded by {@code inputCodec}, output ones decoded by {@code outputCodec}. */
     public <I, O> RemotePublisher<O> channel(String name, Flow.Publisher<? extends I> input, Codec<I> inputCodec, Codec<O> outputCodec) {
+        return channel(name, input, inputCodec, outputCodec, null, null, false);
+    }
+
+    /**
+     * {@link #channel(String, Flow.Publisher, Codec, Codec)}, each channel's subscribe sent with
+     * {@code metadata} (extension metadata, PROTOCOL.md §18), which the serving side's authorize
+     * hook and channel factory see, as for {@link #publisher(String, Codec,
+     * io.rstreams.wire.SubscribeMetadata)} (and JavaScript's {@code channel(name, input,
+     * {metadata})}); to a peer without the extension the subscribe goes without them.
+     */
+    public <I, O> RemotePublisher<O> channel(String name, Flow.Publisher<? extends I> input, Codec<I> inputCodec, Codec<O> outputCodec,
+            io.rstreams.wire.SubscribeMetadata metadata) {
+        java.util.Objects.requireNonNull(metadata, "metadata");
+        return channel(name, input, inputCodec, outputCodec, null, metadata, false);
+    }
+
+    /**
+     * {@link #channel(String, Flow.Publisher, Codec, Codec)}, each channel's subscribe sent with
+     * {@code credentials} of its own (subscribeCredentials, PROTOCOL.md §15.4; null: the
+     * connection's) and {@code metadata} (§18; null: none), as {@link #publisher(String, Codec,
+     * io.rstreams.wire.Credentials, io.rstreams.wire.SubscribeMetadata, boolean)} sends them (and
+     * JavaScript's {@code {auth, metadata}}): the channel mark, the subscribeCredentials, the
+     * subscribeMetadata, then the subscribe (§21.3). The server authorizes a channel's subscribe
+     * as any other (§15.4): refused, the output fails with {@link RemoteStreamException} code 4
+     * and nothing of the input is sent.
+     *
+     * @throws IllegalStateException for credentials on a connection that does not authenticate
+     *     itself, as {@link #publisher(String, Codec, io.rstreams.wire.Credentials)}
+     */
+    public <I, O> RemotePublisher<O> channel(String name, Flow.Publisher<? extends I> input, Codec<I> inputCodec, Codec<O> outputCodec,
+            io.rstreams.wire.Credentials credentials, io.rstreams.wire.SubscribeMetadata metadata, boolean metadataRequired) {
         java.util.Objects.requireNonNull(input, "input");
         java.util.Objects.requireNonNull(inputCodec, "inputCodec");
-        return RemotePublisher.channel(endpoint, name, outputCodec, () -> new ChannelSender<I>(endpoint, input, inputCodec));
+        if (credentials != null) {
+            publisher(name, outputCodec, credentials); // the same checks
+        }
+        return RemotePublisher.channel(endpoint, name, outputCodec, credentials, metadata, metadata != null && metadataRequired,
+                () -> new ChannelSender<I>(endpoint, input, inputCodec));
     }
 
     /** The extension ids active on this connection (empty until the peer's hello arrived), PROTOCOL.md §4.4. */

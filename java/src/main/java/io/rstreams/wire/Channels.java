@@ -69,6 +69,9 @@ public final class Channels {
     }
 
     private final Limits limits;
+    private final Connection connection; // whose split output elements count with the input's (§21.6), or null
+    private int joining; // split input elements partly received, over all channels
+    private long joiningBytes; // their bytes
     private final Map<Long, InputState> theirs = new HashMap<>(); // channels the peer opened on us
     private final Map<Long, InputState> ours = new HashMap<>(); // channels we opened on the peer
     private boolean marked; // a channel mark waits for its subscribe (§21.3)
@@ -76,7 +79,36 @@ public final class Channels {
 
     /** @param limits this end's limits: an input element is at most {@code maxElementSize} joined (§21.6) */
     public Channels(Limits limits) {
+        this(limits, null);
+    }
+
+    /**
+     * {@code connection}'s channels: a partly received split input element counts against
+     * {@code max_parts_in_flight} and {@code max_reassembly_bytes} together with the split output
+     * elements the connection is joining (§21.6, §11).
+     */
+    Channels(Limits limits, Connection connection) {
         this.limits = limits;
+        this.connection = connection;
+    }
+
+    /** Split input elements partly received (counted by the connection with its split output elements, §21.6). */
+    int joining() {
+        return joining;
+    }
+
+    /** The bytes of the split input elements partly received. */
+    long joiningBytes() {
+        return joiningBytes;
+    }
+
+    /** Forgets the split element {@code in} was joining (its input ended, or the element is whole). */
+    private void dropParts(InputState in) {
+        if (in.parts != null) {
+            joining--;
+            joiningBytes -= in.parts.size;
+            in.parts = null;
+        }
     }
 
     // ---- payloads ---------------------------------------------------------------------------
@@ -227,11 +259,16 @@ public final class Channels {
         theirs.clear();
         ours.clear();
         marked = false;
+        joining = 0;
+        joiningBytes = 0;
     }
 
     /** The subscription {@code subscriber} ended (either end's role): its input goes back to IDLE (§21.5). */
     public void outputEnded(long subscriber, boolean openedByPeer) {
-        (openedByPeer ? theirs : ours).remove(subscriber);
+        InputState in = (openedByPeer ? theirs : ours).remove(subscriber);
+        if (in != null) {
+            dropParts(in);
+        }
     }
 
     // ---- input messages ---------------------------------------------------------------------
@@ -273,7 +310,7 @@ public final class Channels {
                     throw new ProtocolException("inputComplete for subscriber " + Long.toUnsignedString(sid)
                             + " with an unfinished split input element (PROTOCOL.md §21.6)");
                 }
-                in.parts = null;
+                dropParts(in);
                 in.state = State.ENDED;
                 return new Input.Ended(sid, d.text());
             }
@@ -292,21 +329,34 @@ public final class Channels {
             if (last) {
                 return new Input.Element(sid, data);
             }
+            // counted with the split output elements of the connection (§21.6)
+            int output = connection == null ? 0 : connection.outputJoining();
+            if (joining + output >= limits.maxPartsInFlight()) {
+                throw ProtocolException.limit("more than max_parts_in_flight=" + limits.maxPartsInFlight()
+                        + " partially received elements (PROTOCOL.md §11)");
+            }
             in.parts = new Parts();
+            joining++;
         }
         Parts p = in.parts;
-        p.size += data.length;
-        if (p.size > limits.maxElementSize()) { // that input ends, the output goes on (§21.6); later parts are dropped
+        if (p.size + data.length > limits.maxElementSize()) { // that input ends, the output goes on (§21.6); later parts are dropped
+            dropParts(in);
             in.state = State.ENDED;
-            in.parts = null;
             return new Input.TooLarge(sid, "split input element for subscriber " + Long.toUnsignedString(sid)
                     + " grows past max_element_size=" + limits.maxElementSize() + " (PROTOCOL.md §11)");
         }
+        long outputBytes = connection == null ? 0 : connection.outputJoiningBytes();
+        if (joiningBytes + outputBytes + data.length > limits.maxReassemblyBytes()) {
+            throw ProtocolException.limit("more than max_reassembly_bytes=" + limits.maxReassemblyBytes()
+                    + " bytes in partially received elements (PROTOCOL.md §11)");
+        }
+        p.size += data.length;
+        joiningBytes += data.length;
         p.list.add(data);
         if (!last) {
             return null;
         }
-        in.parts = null;
+        dropParts(in);
         byte[] whole = new byte[(int) p.size];
         int at = 0;
         for (byte[] part : p.list) {
@@ -338,7 +388,7 @@ public final class Channels {
             return null;
         }
         in.state = State.ENDED;
-        in.parts = null;
+        dropParts(in);
         return encode(subscriber);
     }
 

@@ -227,7 +227,7 @@ public final class Connection {
         this.offered = Set.copyOf(extensions);
         this.parser = new FrameParser(limits);
         this.messages = offered.contains(FrameType.MESSAGES) ? new Messages(this) : null;
-        this.channels = offered.contains(FrameType.CHANNELS) ? new Channels(limits) : null;
+        this.channels = offered.contains(FrameType.CHANNELS) ? new Channels(limits, this) : null;
         out.write(new Frame.Hello(side == Side.SERVER, 0, List.copyOf(new LinkedHashSet<>(extensions))), 0);
     }
 
@@ -819,7 +819,7 @@ public final class Connection {
                 deliverJoined(o, id, p.data());
                 return;
             }
-            if (partials.size() >= limits.maxPartsInFlight()) {
+            if (partials.size() + (channels == null ? 0 : channels.joining()) >= limits.maxPartsInFlight()) { // with split input (§21.6)
                 throw ProtocolException.limit("more than max_parts_in_flight=" + limits.maxPartsInFlight()
                         + " partially received elements (PROTOCOL.md §11)");
             }
@@ -827,7 +827,7 @@ public final class Connection {
             partials.put(key, joined);
         }
         partialBytes += p.data().length;
-        if (partialBytes > limits.maxReassemblyBytes()) {
+        if (partialBytes + (channels == null ? 0 : channels.joiningBytes()) > limits.maxReassemblyBytes()) {
             throw ProtocolException.limit("more than max_reassembly_bytes=" + limits.maxReassemblyBytes()
                     + " bytes in partially received elements (PROTOCOL.md §11)");
         }
@@ -853,6 +853,16 @@ public final class Connection {
                     + Long.toUnsignedString(id) + ", whose elementSize is " + o.elementSize + " (PROTOCOL.md §7)");
         }
         events.add(new Event.Element(id, element));
+    }
+
+    /** Split output elements partly received, which count with a channel's split input against max_parts_in_flight (§21.6). */
+    int outputJoining() {
+        return partials.size();
+    }
+
+    /** Their bytes, which count with a channel's split input against max_reassembly_bytes (§21.6). */
+    long outputJoiningBytes() {
+        return partialBytes;
     }
 
     private void dropPartials(long id) {
@@ -970,10 +980,7 @@ public final class Connection {
         if (initialDemand < 0) {
             throw new IllegalArgumentException("rule 3.9: initialDemand must be >= 0, got " + initialDemand);
         }
-        if (credentials != null && (side != Side.CLIENT || !active.contains(FrameType.AUTH))) {
-            throw new IllegalStateException("can't subscribe to '" + name + "' with credentials: extension auth (id 2) is not active "
-                    + "on this client connection (PROTOCOL.md §15.2, §15.4)");
-        }
+        checkCredentials(name, credentials);
         long id = nextId;
         while (ours.containsKey(id)) {
             id++;
@@ -993,6 +1000,13 @@ public final class Connection {
         }
         out.write(new Frame.Subscribe(name, id, initialDemand), 0);
         return id;
+    }
+
+    private void checkCredentials(String name, Credentials credentials) {
+        if (credentials != null && (side != Side.CLIENT || !active.contains(FrameType.AUTH))) {
+            throw new IllegalStateException("can't subscribe to '" + name + "' with credentials: extension auth (id 2) is not active "
+                    + "on this client connection (PROTOCOL.md §15.2, §15.4)");
+        }
     }
 
     /** Adds {@code n} (1 .. {@link #UNBOUNDED}) to the demand of our subscription {@code id}; a no-op once it ended. */
@@ -1254,6 +1268,19 @@ public final class Connection {
      * @throws IllegalStateException if extension channels is not active (§21.1)
      */
     public long openChannel(String name, long initialDemand) {
+        return openChannel(name, initialDemand, null, null);
+    }
+
+    /**
+     * {@link #openChannel(String, long)} with the subscribe's own credentials and metadata, as
+     * {@link #subscribe(String, long, Credentials, SubscribeMetadata)} sends them: the mark, then
+     * the subscribeCredentials and the subscribeMetadata, then the subscribe (§21.3 lets them
+     * come between the mark and its subscribe).
+     *
+     * @param credentials the subscribe's own (§15.4), or null for the connection's
+     * @param metadata the subscribe's entries (§18.1), or null for none
+     */
+    public long openChannel(String name, long initialDemand, Credentials credentials, SubscribeMetadata metadata) {
         checkSending();
         if (channels == null || !active.contains(FrameType.CHANNELS)) {
             throw new IllegalStateException("can't open a channel: the peer does not offer extension channels (id 8) (PROTOCOL.md §21.1)");
@@ -1262,8 +1289,9 @@ public final class Connection {
         while (ours.containsKey(id)) {
             id++;
         }
+        checkCredentials(name, credentials); // before the mark goes
         out.write(new Frame.Extension(FrameType.CHANNEL, channels.opening(id)), 0);
-        long got = subscribe(name, initialDemand);
+        long got = subscribe(name, initialDemand, credentials, metadata);
         assert got == id : "subscribe allocates the id the mark names";
         return got;
     }

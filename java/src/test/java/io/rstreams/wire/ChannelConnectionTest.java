@@ -207,6 +207,57 @@ public class ChannelConnectionTest {
         assertTrue(got.contains("Element") && got.contains("Completed"), got.toString());
     }
 
+    /**
+     * §21.6: a partly received split input element counts against max_parts_in_flight and
+     * max_reassembly_bytes together with the connection's partly received split output elements;
+     * the server here both serves a channel and subscribes to the client's publisher, whose split
+     * element comes first or second.
+     */
+    @Test(timeOut = 5_000)
+    public void splitInputCountsWithSplitOutputAgainstTheConnectionsLimits() {
+        Limits oneAtATime = new Limits(1000, 64 << 10, 1024, 1024, 1, 100_000, 64, 10);
+        String parts = "more than max_parts_in_flight=1 partially received elements (PROTOCOL.md §11)";
+        assertEquals(splitInputAndOutput(oneAtATime, 100, 5, true), parts);
+        assertEquals(splitInputAndOutput(oneAtATime, 100, 5, false), parts);
+        Limits hundredBytes = new Limits(100, 64 << 10, 1024, 1024, 64, 100, 64, 60);
+        String bytes = "more than max_reassembly_bytes=100 bytes in partially received elements (PROTOCOL.md §11)";
+        assertEquals(splitInputAndOutput(hundredBytes, 90, 50, true), bytes); // 60 of output + 50 of input
+        assertEquals(splitInputAndOutput(hundredBytes, 90, 50, false), bytes);
+        assertEquals(splitInputAndOutput(hundredBytes, 90, 40, true), null); // 100 in all: within the bound
+    }
+
+    /**
+     * The server's goodbye reason (null: still open) after the client sent the first part of an
+     * output element of {@code outputSize} bytes and an inputNextPart of {@code inputPart} bytes,
+     * the output's first when {@code outputFirst}.
+     */
+    private static String splitInputAndOutput(Limits limits, int outputSize, int inputPart, boolean outputFirst) {
+        Set<Long> both = Set.of(FrameType.CHANNELS, FrameType.INPUT_PARTS);
+        ConnectionTest.Pair p = new ConnectionTest.Pair(limits, both, both);
+        p.pump();
+        long channel = p.client.openChannel("upper", 0);
+        long output = p.server.subscribe("pub", 1);
+        p.pump();
+        assertTrue(p.server.onSubscribe(channel, 0));
+        p.server.requestInput(channel, 1);
+        assertTrue(p.client.onSubscribe(output, 0));
+        p.pump();
+        assertTrue(p.client.onNext(output, new byte[outputSize])); // queued: sent a part at a time
+        Runnable outputPart = () -> {
+            p.client.sendParts(1);
+            p.pump();
+        };
+        Runnable sendInputPart = () -> {
+            p.client.sendExtension(FrameType.INPUT_NEXT_PART, Channels.encode(channel, new byte[inputPart]));
+            p.pump();
+        };
+        (outputFirst ? outputPart : sendInputPart).run();
+        assertEquals(p.server.state(), Connection.State.OPEN);
+        (outputFirst ? sendInputPart : outputPart).run();
+        Event.Closed c = closed(p.serverEvents);
+        return c == null ? null : c.error().getMessage();
+    }
+
     @Test(timeOut = 5_000)
     public void openingAChannelNeedsTheExtensionActive() {
         ConnectionTest.Pair p = new ConnectionTest.Pair(Limits.DEFAULT, CHANNELS, Set.of());
