@@ -3,6 +3,8 @@ package io.rstreams.net;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
+import io.rstreams.testing.PythonRstreams;
+import io.rstreams.testing.RepoPaths;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.Credentials;
 import io.rstreams.wire.SubscribeMetadata;
@@ -20,7 +22,9 @@ import org.testng.annotations.Test;
  * A channel's subscribe carries credentials of its own (PROTOCOL.md §15.4) and metadata (§18) from
  * the Java client, and the Java server authorizes it as any subscribe (§21.3): its authorize hook
  * sees the channel's name, principal and metadata, a refusal is onError code 4 and no input is
- * sent, and the channel factory sees the metadata.
+ * sent, and the channel factory sees the metadata. A Python server takes the Java client's
+ * mark, subscribeCredentials, subscribeMetadata and subscribe in that order, and authorizes the
+ * channel's own credentials with its metadata.
  */
 public class ChannelAuthTest {
     private static final String UNAUTHORIZED = "unauthorized: subscribe to 'upper' is not allowed for this principal (PROTOCOL.md §15.4)";
@@ -116,6 +120,23 @@ public class ChannelAuthTest {
                         "writer upper {x-tenant=other}", "writer upper?x=1 {}", "writer upper {x-tenant=acme}"));
             }
             assertTrue(conn.isOpen());
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aPythonServerAuthorizesAJavaClientsChannelByItsOwnCredentials() throws Exception {
+        try (PythonRstreams server = PythonRstreams.script(RepoPaths.root().resolve("java/src/test/resources/python/channels_server.py"),
+                        "tcp://127.0.0.1:0", "--auth");
+                RsioClient client = RsioClient.builder().token("reader").build();
+                RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {
+            AtomicInteger subscribed = new AtomicInteger();
+            assertEquals(outcome(conn.channel("upper", input(subscribed), Codec.BYTES, Codec.BYTES, Credentials.token("writer"),
+                    tenant("acme"), true)), List.of("A", "A"));
+            assertRefused(outcome(conn.channel("upper", input(subscribed), Codec.BYTES, Codec.BYTES, tenant("acme"))), 4, UNAUTHORIZED);
+            assertEquals(subscribed.get(), 1, "a refused channel's input was subscribed");
+            assertTrue(conn.isOpen());
+            String out = server.output();
+            assertTrue(out.contains("asked writer upper x-tenant=acme"), out);
         }
     }
 }
