@@ -6,14 +6,20 @@ Serve them, then read them from another terminal::
     rstreams subscribe tcp://127.0.0.1:9000 'squares?to=5'        # 0 1 4 9 16
     rstreams subscribe tcp://127.0.0.1:9000 hello/ann             # hello, ann
     rstreams subscribe tcp://127.0.0.1:9000 planets --codec json  # one JSON object a line
+    rstreams subscribe tcp://127.0.0.1:9000 'squares?to=x'        # exit 1: ValueError: squares: to needs ...
 
 ``PUBLISHERS`` is exactly what ``rstreams.serve(url, publishers)`` takes: names, or
 patterns with ``{field}`` placeholders, mapped to Publishers or to factories
 ``(params) -> Publisher``. Query parameters (``squares?to=5``) and pattern fields
 (``hello/{who}``) arrive in ``params`` as strings. Elements are bytes unless a
-publisher is wrapped in ``with_codec`` (or the server runs with ``--codec``). A factory
-that raises ends only that subscription (the subscriber sees the exception's type); a
-Publisher that signals ``on_error`` sends its message.
+publisher is wrapped in ``with_codec`` (or the server runs with ``--codec``, which then
+encodes each element: a factory's elements are values of that codec, not bytes). A
+Publisher that signals ``on_error`` ends that subscription with its error's type and message,
+as ``squares`` does for a bad ``to``. A factory that raises (or returns something that is not
+a Publisher) ends only that subscription too, but the subscriber reads a fixed text,
+``publisher 'squares' could not be created: its factory failed (PROTOCOL.md §19.2)``: the
+exception, whose text could hold what a client must not see, goes to the server's log
+(docs/security.md).
 """
 
 from __future__ import annotations
