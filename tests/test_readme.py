@@ -58,6 +58,7 @@ OTHER_PROGRAMS = {
     "--transport": "src/rstreams/conformance/clients.py",
     "--no-timers": "benchmarks/net_rstreams.py",
     "--outside-copies": "benchmarks/sides.py",
+    "--auth": "java/src/test/resources/python/channels_server.py",
 }
 
 
