@@ -17,7 +17,8 @@ Two phases, as Spark's writer API intends:
   query, the micro-batch and the query's run (made as Spark builds the writer for the tasks, at
   each start of the query), so the server drops by itself what a driver killed between the
   uploads and the commit left staged (at the first upload of the restarted run), and a task's
-  other attempts (at the batch's publish).
+  other attempts (at the batch's publish). The run is announced on each sink log as that writer is
+  built (``NAME?discard=&run=R``), so a late task of a killed run never drops the restarted run's.
 
 The query's identity is Spark's query id (``sql.streaming.queryId``, stable across
 restarts from the same checkpoint), read in ``write`` from the task's local properties
