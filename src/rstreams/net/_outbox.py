@@ -191,7 +191,7 @@ class Outbox:
         ``bytes``, the buffer cleared) without that call; an answer's or an element's every write.
         Returns whether the core holds output again (only a goodbye the backlog check said)."""
         buf = self._buf
-        chunk = bytes(buf)
+        chunk = b"" + buf  # the buffer's bytes: a concatenation makes them in half the work of bytes(buf)
         buf.clear()
         data = [chunk]
         if not transport.writelines(data):
