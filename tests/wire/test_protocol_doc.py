@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.wire import (
     ClientHello,
     Connection,
@@ -641,3 +642,86 @@ def test_an_error_code_named_beside_its_number_is_the_registry_s() -> None:
                 wrong.append(f"{path.relative_to(ROOT)}: {m.group(0)!r}")
     assert seen > 15
     assert not wrong, wrong
+
+
+# -- §21.8: the replay server's upload texts ----------------------------------------------------------
+class _Outcome(Subscriber[Any]):
+    """What a publisher that answers at once (the replay server's answers and refusals) said."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.error: BaseException | None = None
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        subscription.request(1)
+
+    def on_next(self, item: Any) -> None:
+        self.items.append(item)
+
+    def on_error(self, error: BaseException) -> None:
+        self.error = error
+
+    def on_complete(self) -> None:
+        pass
+
+
+def _said(publisher: Publisher[Any] | None) -> str:
+    """The onError text the peer reads (``Type: message``, §10), or the answer's JSON."""
+    assert publisher is not None
+    outcome = _Outcome()
+    publisher.subscribe(outcome)
+    if outcome.error is not None:
+        return f"{type(outcome.error).__name__}: {outcome.error}"
+    (answer,) = outcome.items
+    return json.dumps(json.loads(answer))
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.replace("`", "").split())
+
+
+def test_the_upload_texts_of_the_replay_server_are_those_of_21_8() -> None:
+    """The answers and refusals of a sink log's uploads, as rstreams.replay makes them for a log
+    named NAME and a token TOKEN, are written in §21.8 (the variable parts as the text names
+    them), so a change of either shows here."""
+    from rstreams.replay import ReplayLog
+    from rstreams.replay._server import _packed_rows, replay_offer
+    from rstreams.replay._staging import Owner, Staging
+
+    section = _flat(SECTIONS["21.8"])
+    route = replay_offer({}, {"NAME": ReplayLog(name="NAME")})
+    channel = route.channels["NAME"]
+    epoch = route.logs["NAME"].epoch
+    said = {
+        "channel's name": _said(channel(None, {"stage": "TOKEN", "x": "1"})).replace("'x'", "..."),
+        "owner": _said(channel(None, {"stage": "TOKEN", "writer": "w"})),
+        "plain subscribe": _said(route("NAME", {"stage": "T"})).split(": ...")[0].split("publisher: ")[0]
+        + "publisher: ...",
+        "run alone": _said(route("NAME", {"run": "R"})),
+        "announcement": _said(route("NAME", {"discard": "", "run": "R"})).replace(epoch, "E"),
+        "discard": _said(route("NAME", {"discard": "TOKEN"})).replace(epoch, "E"),
+        "not a sink log": _said(replay_offer({"NAME": ReplayLog(name="NAME")})("NAME", {"staged": "TOKEN"})),
+    }
+    with pytest.raises(ValueError, match="packed rows") as packed:
+        _packed_rows(b"\0\0\0\x05")
+    said["packed rows"] = f"LogRequestError: sink log 'NAME': {packed.value} (PROTOCOL.md §21.8)".replace(
+        "got 4 bytes", "got N bytes"
+    )
+    staging = Staging(ReplayLog(name="NAME"), 1024)
+    first = staging.begin("TOKEN")
+    staging.begin("TOKEN")
+    said["began again"] = f"LogLookupError: {first.exception()}"
+    with pytest.raises(LookupError, match="while its rows arrived") as late:
+        staging.add("TOKEN", [b"row"], first)
+    said["late rows"] = f"LogLookupError: {late.value}"
+    staging.publish("W", 7, [])
+    said["re-run"] = json.dumps(staging.publish("W", 7, []).result(timeout=5))
+    now = [0.0]
+    idle = Staging(ReplayLog(name="NAME"), 1024, ttl=5, clock=lambda: now[0])
+    running = idle.begin("TOKEN", Owner(writer="W", batch=7, run="R"))
+    now[0] = 10.0
+    assert idle.expire() == 1
+    said["idle"] = f"LogLookupError: {running.exception()}".replace("writer 'W', batch 7, run 'R'", "OWNER")
+    said["idle"] = said["idle"].replace("; 0 rows) dropped after 5 s", "; N rows) dropped after S s")
+    missing = [f"{what}: {text!r}" for what, text in said.items() if _flat(text) not in section]
+    assert not missing, missing
