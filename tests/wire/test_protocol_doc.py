@@ -725,3 +725,15 @@ def test_the_upload_texts_of_the_replay_server_are_those_of_21_8() -> None:
     said["idle"] = said["idle"].replace("; 0 rows) dropped after 5 s", "; N rows) dropped after S s")
     missing = [f"{what}: {text!r}" for what, text in said.items() if _flat(text) not in section]
     assert not missing, missing
+
+
+def test_the_limit_refusals_are_those_of_11() -> None:
+    """The onError texts of a subscribe refused by max_name_length and max_subscriptions, as the
+    core sends them, are §11's, N the limit."""
+    core = _server(max_name_length=4, max_subscriptions=1)
+    refusals = [_refusal(core, encode(Subscribe(publisher="longer", subscriber=1, initial_demand=1)))]
+    core.receive_data(encode(Subscribe(publisher="open", subscriber=2, initial_demand=1)))
+    refusals.append(_refusal(core, encode(Subscribe(publisher="more", subscriber=3, initial_demand=1))))
+    section = _flat(SECTIONS["11"])
+    missing = [text for text in refusals if _flat(re.sub(r"=\d+", "=N", text)) not in section]
+    assert not missing, missing
