@@ -21,7 +21,7 @@ import contextlib
 import socket
 import tempfile
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, cast
 
 from rstreams.net import Connection
 from rstreams.wire import (
@@ -129,9 +129,8 @@ class Pipeliner(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        transport.writelines(self.core.data_to_send())  # the hello
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is one, not a subclass
+        self.transport.writelines(self.core.data_to_send())  # the hello
 
     def pipeline(self, publisher: str, count: int, demand: int = 0) -> int:
         """Write ``count`` subscribes to ``publisher`` (ids 1, 2, ...) in one write; returns its bytes."""

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import asyncio
+import os
 import shlex
 import sys
+import warnings
 from typing import Any
 
 import pytest
@@ -45,9 +48,30 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return GroupScheduling(config, log)
 
 
+# -- the event loop: RSTREAMS_TEST_LOOP=uvloop runs every test on uvloop ---------------------------
+# The default loop otherwise. The environment reaches pytest-xdist's workers; the loop policy then
+# makes every loop the tests make (pytest-asyncio's, asyncio.run's, asyncio.Runner's) a uvloop one.
+# CI runs the default loop only, plus tests/net/test_uvloop.py.
+def _test_loop() -> str:
+    name = os.environ.get("RSTREAMS_TEST_LOOP", "asyncio")
+    if name not in ("asyncio", "uvloop"):
+        raise pytest.UsageError(f"RSTREAMS_TEST_LOOP is 'asyncio' (the default) or 'uvloop', got {name!r}")
+    return name
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"event loop: {_test_loop()} (RSTREAMS_TEST_LOOP)"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """pytest-xdist's workers are new interpreters: they get the controller's ``-X dev`` (which
     scripts/test.sh gives: unclosed resources warn, hence fail, and asyncio checks its calls)."""
+    if _test_loop() == "uvloop":
+        import uvloop
+
+        with warnings.catch_warnings():  # (loop policies are deprecated from Python 3.14 on)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     tx = getattr(config.option, "tx", None)
     if sys.flags.dev_mode and tx and not hasattr(config, "workerinput"):
         python = f"{shlex.quote(sys.executable)} -X dev"

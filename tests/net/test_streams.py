@@ -103,21 +103,27 @@ asyncio.run(main())
 
 
 async def test_stream_from_a_subprocess_over_stdin_stdout() -> None:
-    """A child process serves on its stdin/stdout; the parent subscribes through the pipes."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        CHILD,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    """A child process serves on its stdin/stdout; the parent subscribes through the pipes (made
+    here: the event loop's own subprocess pipes are its transports, whatever the loop)."""
+    child_stdin, stdin_fd = os.pipe()
+    stdout_fd, child_stdout = os.pipe()
     try:
-        assert proc.stdout is not None and proc.stdin is not None
-        stdout_fd = os.dup(proc.stdout._transport.get_extra_info("pipe").fileno())  # type: ignore[attr-defined]
-        stdin_fd = os.dup(proc.stdin.transport.get_extra_info("pipe").fileno())
-        proc.stdout._transport.close()  # type: ignore[attr-defined]
-        proc.stdin.transport.close()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            CHILD,
+            stdin=child_stdin,
+            stdout=child_stdout,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except BaseException:
+        os.close(stdin_fd)
+        os.close(stdout_fd)
+        raise
+    finally:
+        os.close(child_stdin)  # the child's ends: the child has them now
+        os.close(child_stdout)
+    try:
         child = [proc.pid]
         conn = await within(connect_pipe(stdout_fd, stdin_fd, handshake_timeout=None), WAIT, child)
         items = await within(conn.publisher("squares?n=100").collect(), WAIT, child)
