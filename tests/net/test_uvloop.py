@@ -1,8 +1,13 @@
 """The same code on uvloop (``pip install uvloop``; the test dependencies have it): each scheme
 serves and subscribes, an abort with output unsent resets the peer, keepalive pings go out and
-are answered, a session resumes over cut links. uvloop's transports differ from asyncio's where
-this code looks below the Protocol interface: they read into our buffers (pipes too), their
-``get_extra_info("socket")`` is a stand-in object, their write buffers count differently."""
+are answered, a session resumes over cut links, a refused client certificate fails as on
+asyncio's loop. uvloop's transports differ from asyncio's where this code looks below the
+Protocol interface: they read into our buffers (pipes too), their ``get_extra_info("socket")``
+is a stand-in object, their write buffers count differently, their TLS layer ends without
+telling the end of input.
+
+Every test in tests/net runs on uvloop with ``RSTREAMS_TEST_LOOP=uvloop`` (tests/conftest.py);
+these are the cases CI runs."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import Any, TypeVar
 import pytest
 
 import rstreams
+from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, Resume, connect, connect_pipe, fixed_size, serve, with_codec
 from rstreams.wire import ClientHello, ExtensionMessage, ExtensionReceived, Subscribe, encode
 from rstreams.wire.extensions import KEEPALIVE, PING, PONG
@@ -25,6 +31,7 @@ from testkit.bound import WAIT, within
 from testkit.chaos import ChaosProxy
 from testkit.net import RawPeer, listen_url
 from testkit.resume import SIZE, Collector
+from testkit.tls import MutualPki, client_context, server_context
 
 uvloop = pytest.importorskip("uvloop")
 
@@ -209,3 +216,36 @@ def test_a_session_resumes_over_cut_links() -> None:
     received = _on_uvloop(main)
     assert received.error is None
     assert received.items == list(range(n))
+
+
+# -- a refused client certificate ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> MutualPki:
+    return MutualPki.make(tmp_path_factory.mktemp("mtls"))
+
+
+@pytest.mark.parametrize("scheme", ["tls", "wss"])
+def test_a_refused_client_certificate_fails_as_on_asyncio_s_loop(scheme: str, pki: MutualPki) -> None:
+    """A TLS 1.3 server refusing the client's certificate ends the session after the client's
+    side of the handshake, without a close_notify: uvloop's TLS layer tells the end of input
+    only by closing, asyncio's as an end of input. The client's error, its words and its causes
+    are the same on both loops (tests/net/test_tls_refusal.py)."""
+    url = "tls://127.0.0.1:0" if scheme == "tls" else "wss://127.0.0.1:0/rsio"
+
+    async def main() -> list[tuple[type[BaseException], str]]:
+        async with await serve(url, OFFER, ssl=server_context(pki.server, client_ca=pki.ca)) as server:
+            with pytest.raises(ConnectionBrokenError) as raised:
+                async with await within(connect(server.url, ssl=client_context(pki.ca))) as conn:
+                    await within(conn.publisher("n?n=1").collect())
+        chain: list[tuple[type[BaseException], str]] = []
+        error: BaseException | None = raised.value
+        while error is not None:
+            address = server.url.split("://", 1)[1].split("/", 1)[0]
+            chain.append((type(error), str(error).replace(address, "HOST:PORT")))
+            error = error.__cause__
+        return chain
+
+    with asyncio.Runner(loop_factory=asyncio.SelectorEventLoop) as runner:
+        on_asyncio = runner.run(main())
+    assert len(on_asyncio) > 1  # the error has its cause
+    assert _on_uvloop(main) == on_asyncio

@@ -55,7 +55,7 @@ from rstreams.net._transport import (
     TLSServerError,
     Transport,
 )
-from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, FrameError, Side
+from rstreams.wire import AbruptCloseError, ConnectionClosed, ConnectionState, ErrorCode, FrameError, Side
 from rstreams.wire._errors import TLSRecordError
 
 __all__ = [
@@ -412,6 +412,8 @@ class Closing:
             if timer is not None:
                 timer.cancel()
         self._linger = self._handshake_timer = None
+        if outbox.ended is None and error is None:
+            self._unreported_eof()
         if outbox.ended is None:
             if error is None:
                 message = "the peer closed the connection without a goodbye"
@@ -438,6 +440,20 @@ class Closing:
                 callback()
             except Exception as exc:
                 report_unhandled(exc, "a connection close callback")
+
+    def _unreported_eof(self) -> None:
+        """The transport closed without an error, and without telling the end of input first:
+        uvloop's TLS transport closes so when the peer's TCP input ends without a TLS
+        close_notify (a server refusing a client certificate, a peer killed), where asyncio's
+        reports the end of input. The core hears it as one (PROTOCOL.md §9.3), so that the
+        streams end with the same error, and cause, on either loop."""
+        core = self._outbox.core
+        if core.state is ConnectionState.CLOSED:
+            return
+        core.receive_eof()
+        for event in core.events_received():
+            if type(event) is ConnectionClosed:
+                self.conversation_over(event.error, event.reason, event.code)
 
     def _unanswered_client(self) -> bool:
         """A client whose server has not said hello (and over a plain transport: TLS has its hint)."""
