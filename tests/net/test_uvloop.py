@@ -1,10 +1,11 @@
 """The same code on uvloop (``pip install uvloop``; the test dependencies have it): each scheme
 serves and subscribes, an abort with output unsent resets the peer, keepalive pings go out and
-are answered, a session resumes over cut links, a refused client certificate fails as on
-asyncio's loop. uvloop's transports differ from asyncio's where this code looks below the
-Protocol interface: they read into our buffers (pipes too), their ``get_extra_info("socket")``
-is a stand-in object, their write buffers count differently, their TLS layer ends without
-telling the end of input.
+are answered, a session resumes over cut links, a server closing aborts the TLS handshakes under
+way, a refused client certificate fails as on asyncio's loop. uvloop's transports differ from
+asyncio's where this code looks below the Protocol interface: they read into our buffers (pipes
+too), their ``get_extra_info("socket")`` is a stand-in object, their write buffers count
+differently, their TLS layer ends without telling the end of input, and uvloop's servers make an
+accepted connection outside a task.
 
 Every test in tests/net runs on uvloop with ``RSTREAMS_TEST_LOOP=uvloop`` (tests/conftest.py);
 these are the cases CI runs."""
@@ -25,11 +26,12 @@ import pytest
 import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, Resume, connect, connect_pipe, fixed_size, serve, with_codec
+from rstreams.net._admission import DEFAULT_ADMISSION_SHARE
 from rstreams.wire import ClientHello, ExtensionMessage, ExtensionReceived, Subscribe, encode
 from rstreams.wire.extensions import KEEPALIVE, PING, PONG
 from testkit.bound import WAIT, within
 from testkit.chaos import ChaosProxy
-from testkit.net import RawPeer, listen_url
+from testkit.net import RawPeer, StalledPeer, listen_url
 from testkit.resume import SIZE, Collector
 from testkit.tls import MutualPki, client_context, server_context
 
@@ -216,6 +218,35 @@ def test_a_session_resumes_over_cut_links() -> None:
     received = _on_uvloop(main)
     assert received.error is None
     assert received.items == list(range(n))
+
+
+# -- a server closing aborts TLS handshakes (PROTOCOL.md §9.1) -------------------------------------
+@pytest.mark.parametrize("share", [DEFAULT_ADMISSION_SHARE, None], ids=["budget", "no-budget"])
+@pytest.mark.parametrize("scheme", ["tls", "wss"])
+def test_a_server_closing_aborts_tls_handshakes(
+    scheme: str, share: float | None, tmp_path: Path, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+) -> None:
+    """As tests/net/test_server_closing_tls.py on asyncio's loop: a handshake under way as the
+    server closes is aborted, and so is one accepted while it closes (uvloop's own accepting
+    makes a connection outside a task, out of the closing server's reach: the server accepts
+    tls:// and wss:// connections itself; a wss:// one used to finish its handshake)."""
+
+    async def main() -> None:
+        server = await serve(listen_url(scheme, tmp_path), OFFER, ssl=server_ssl, admission_share=share)
+        try:
+            under_way = await StalledPeer.open(server.url, client_ssl)
+            try:
+                server._doorway.close()  # as close() leaves it, with the listener still accepting
+                assert await under_way.ended()
+                with pytest.raises(ConnectionError):
+                    await StalledPeer.open(server.url, client_ssl)
+            finally:
+                under_way.writer.close()
+        finally:
+            await within(server.aclose())
+        assert server._doorway.handshakes == 0
+
+    _on_uvloop(main)
 
 
 # -- a refused client certificate ------------------------------------------------------------------

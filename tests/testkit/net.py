@@ -6,6 +6,7 @@ import asyncio
 import gc
 import math
 import selectors
+import ssl
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
@@ -433,6 +434,40 @@ class MemoryPeer:
             if isinstance(event, kind):
                 return at
         raise AssertionError(f"no {kind.__name__} among {self.events}")
+
+
+class StalledPeer:
+    """A TLS client that sent its ClientHello, read the server's answer to it (so its handshake
+    is done on this side) and holds back its Finished: the server's handshake waits for it."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, finished: bytes) -> None:
+        self.reader, self.writer, self.finished = reader, writer, finished
+
+    @classmethod
+    async def open(cls, url: str, context: ssl.SSLContext) -> StalledPeer:
+        host, port = url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = context.wrap_bio(incoming, outgoing, server_hostname=host)
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                writer.write(outgoing.read())
+                data = await within(reader.read(1 << 16))
+                if not data:
+                    writer.close()
+                    raise ConnectionResetError("the server ended its TLS handshake") from None
+                incoming.write(data)
+        return cls(reader, writer, outgoing.read())
+
+    async def ended(self) -> bool:
+        """Whether the server's side is gone: its end of input, or a reset."""
+        try:
+            return await within(self.reader.read(1 << 16)) == b""
+        except ConnectionError:
+            return True
 
 
 class RawPeer:

@@ -77,6 +77,7 @@ __all__ = [
     "AdmittingServer",
     "Gate",
     "Listening",
+    "Unlimited",
     "check_share",
     "tls_handshake_cost",
 ]
@@ -273,6 +274,21 @@ class Admission:
             gate.resume()
 
 
+class Unlimited(Admission):
+    """A budget that never runs out: accepting never pauses. For a listener whose accepting this
+    module does for another reason than the budget (``admission_share=None`` on an event loop
+    that makes each accepted connection outside a task, see
+    :func:`rstreams.net._endpoints.listen_endpoint`)."""
+
+    __slots__ = ()
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop, 1.0)
+
+    def charge(self, seconds: float) -> None:
+        """Nothing is owed."""
+
+
 class AdmittingServer:
     """Listening sockets accepted from within an :class:`Admission` budget.
 
@@ -294,7 +310,8 @@ class AdmittingServer:
         self._factory = factory
         self._admission = admission
         self._ssl = ssl
-        self._tls_cost = tls_handshake_cost(ssl, admission.clock) if ssl is not None else 0.0
+        charged = not isinstance(admission, Unlimited)  # (nothing to measure for a budget never spent)
+        self._tls_cost = tls_handshake_cost(ssl, admission.clock) if ssl is not None and charged else 0.0
         self._loop = asyncio.get_running_loop()
         self._starting: set[asyncio.Task[Any]] = set()
         self._reading = False

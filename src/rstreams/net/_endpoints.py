@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from rstreams.errors import MissingExtraError
-from rstreams.net._admission import Admission, AdmittingServer
+from rstreams.net._admission import Admission, AdmittingServer, Unlimited
 from rstreams.net._origins import origins_allowed, own_origins
 from rstreams.net._stream import StreamProtocol
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler
@@ -147,7 +147,9 @@ async def listen_endpoint(
     """Start listening; each accepted connection gets ``handler_factory()`` as its handler.
 
     With ``admission``, connections of every scheme are accepted within its budget
-    (:mod:`rstreams.net._admission`; for WebSocket, :class:`~rstreams.net._websocket.AdmittedConnection`).
+    (:mod:`rstreams.net._admission`; for WebSocket, :class:`~rstreams.net._websocket.AdmittedConnection`);
+    without, ``tls``/``wss`` connections are accepted that way too, with no budget, on an event
+    loop other than asyncio's (uvloop's accepting makes a connection outside a task).
     The returned Listener's ``endpoint`` carries the bound port (when 0 was asked for).
     ``origins``: for ``ws``/``wss``, the browser origins allowed besides the server's own (checked
     by :func:`~rstreams.net._origins.check_origins`; ``None``: all).
@@ -163,6 +165,12 @@ async def listen_endpoint(
     loop = asyncio.get_running_loop()
     context = _check_ssl(endpoint, ssl, server=True)
     scheme = endpoint.scheme
+    if admission is None and context is not None and not isinstance(loop, asyncio.BaseEventLoop):
+        # asyncio's own loops make each accepted connection in a task that then awaits its TLS
+        # handshake, where a server closing finds and aborts it (rstreams.net._pending.Doorway);
+        # another loop's (uvloop's) may make it outside one, out of reach: accepted here
+        # instead, in tasks, with a budget that never runs out.
+        admission = Unlimited(loop)
 
     def protocol() -> StreamProtocol:
         return StreamProtocol(handler_factory(), high=high, low=low)
@@ -191,6 +199,7 @@ async def listen_endpoint(
 
         from rstreams.net._websocket import (
             SUBPROTOCOL,
+            AcceptedElsewhere,
             AdmittedConnection,
             BoundedServerConnection,
             WebSocketTransport,
@@ -261,16 +270,12 @@ async def listen_endpoint(
     if admission is None:
         await ws_server.start_serving()
         return Listener(bound, ws_server)
-    # Accepting within the budget: the websockets server is told it serves (its handshakes
-    # answer 503 otherwise) but its accepting is taken off the loop; the admitting listener
-    # accepts instead and makes each connection as websockets' own serve() would, with the
-    # same subprotocol and no compression.
-    await ws_server.start_serving()
-    removed = [loop.remove_reader(sock.fileno()) for sock in ws_server.sockets]  # every one
-    if not all(removed):
-        # A loop that accepts without readers (uvloop): websockets accepts on its own, outside
-        # the budget (docs/security.md).
-        return Listener(bound, ws_server)
+    # Accepting within the budget: the websockets server never listens (on any loop: uvloop's
+    # accepting cannot be taken off the loop once started) but is told it serves (its handshakes
+    # answer 503 otherwise); the admitting listener accepts instead, each connection in a task of
+    # its own (where the doorway finds a wss:// TLS handshake to abort), and makes each as
+    # websockets' own serve() would, with the same subprotocol and no compression.
+    ws_server.server = AcceptedElsewhere(ws_server.server)
     budget = admission  # (a name mypy keeps narrowed in the closure)
 
     def connection() -> AdmittedConnection:

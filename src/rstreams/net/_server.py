@@ -126,9 +126,9 @@ class Server:
         ``tls://`` or ``wss://`` transport still in its TLS handshake has no RS.io conversation: it
         is aborted now, as a connection still in the listen backlog is reset when the listener
         closes, and never comes up (with ``admission_share=None`` asyncio's own accepting, in
-        debug mode, reports the cancelled handshake as it reports a failed one; an event loop
-        whose own accepting makes the transport's handler outside a task, as uvloop's may,
-        leaves it out of reach: it comes up to the goodbye).
+        debug mode, reports the cancelled handshake as it reports a failed one; on another event
+        loop, uvloop say, the server accepts TLS connections itself, as with a budget, so that
+        their handshakes are within reach).
         """
         if self._shutdown is not None:
             return

@@ -108,6 +108,7 @@ __all__ = [
     "NO_HTTP_HINT",
     "PINGED_NOT_READING",
     "SUBPROTOCOL",
+    "AcceptedElsewhere",
     "AdmittedConnection",
     "BoundedServerConnection",
     "WebSocketTLSServerError",
@@ -473,6 +474,37 @@ class WebSocketTransport(Transport):
         if name == "websocket":
             return self._ws
         return self._ws.transport.get_extra_info(name, default)
+
+
+class AcceptedElsewhere:
+    """The listening server under a websockets server whose connections the admitting listener
+    accepts (:class:`~rstreams.net._admission.AdmittingServer`): it never starts listening,
+    and tells websockets it serves until it is closed (a handshake finishing while the server
+    does not serve is answered 503)."""
+
+    def __init__(self, server: asyncio.Server) -> None:
+        self._server = server
+        self._serving = True
+
+    @property
+    def sockets(self) -> tuple[Any, ...]:
+        return tuple(self._server.sockets)
+
+    def is_serving(self) -> bool:
+        return self._serving
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._server.get_loop()
+
+    async def start_serving(self) -> None:
+        """Nothing: the admitting listener accepts."""
+
+    def close(self) -> None:
+        self._serving = False
+        self._server.close()
+
+    async def wait_closed(self) -> None:
+        await self._server.wait_closed()
 
 
 class AdmittedConnection(BoundedServerConnection):  # websockets is untyped here
