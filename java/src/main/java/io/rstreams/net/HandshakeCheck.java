@@ -77,6 +77,10 @@ final class HandshakeCheck extends ChannelInboundHandlerAdapter {
                 refuse(ctx, HttpResponseStatus.BAD_REQUEST, missingSubprotocol(offered));
                 return;
             }
+            if (request.headers().contains(HttpHeaderNames.TRANSFER_ENCODING)
+                    || !request.headers().get(HttpHeaderNames.CONTENT_LENGTH, "0").trim().equals("0")) {
+                WebSocketLinger.untrack(ctx.pipeline()); // a body Netty's HTTP decoder read: the frames start past it
+            }
             // one header line for them all: Netty's handshake reads only the first (RFC 6455 allows several)
             request.headers().set(HttpHeaderNames.SEC_WEBSOCKET_PROTOCOL, String.join(", ", offered));
         }

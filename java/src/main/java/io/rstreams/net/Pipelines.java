@@ -79,6 +79,8 @@ final class Pipelines {
             // a decoder and an encoder apart, not an HttpServerCodec: Netty's handshake replaces the
             // decoder with its frame decoder, which then reads the bytes that came behind the request
             // (with a codec, those would pass the frame decoder unread)
+            // the linger of a refusing close: behind TLS, ahead of the decoders it follows (WebSocketLinger)
+            p.addLast(new WebSocketLinger(false));
             p.addLast(new HttpRequestDecoder(), new HttpResponseEncoder(), new HttpObjectAggregator(64 * 1024));
             p.addLast(new WebSocketBridge.Violations()); // behind the frame encoder Netty puts in
             // the path (404), the page's origin (403), the subprotocol (400): refused before Netty's handshake
@@ -108,7 +110,7 @@ final class Pipelines {
             p.addLast(handler, new TlsGate());
         }
         if (url.websocket()) {
-            p.addLast(new HttpClientCodec(), new HttpObjectAggregator(64 * 1024), new PongLimit());
+            p.addLast(new WebSocketLinger(false), new HttpClientCodec(), new HttpObjectAggregator(64 * 1024), new PongLimit());
             p.addLast(new WebSocketClientProtocolHandler(WebSocketClientProtocolConfig.newBuilder()
                     .webSocketUri(URI.create(url.toString()))
                     // from the parsed URL, not the URI (which gives a host with '_' none): RFC 7230 section 5.4, RFC 6454

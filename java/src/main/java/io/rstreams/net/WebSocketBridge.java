@@ -3,6 +3,7 @@ package io.rstreams.net;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
@@ -219,54 +220,31 @@ final class WebSocketBridge extends ChannelDuplexHandler {
     }
 
     /**
-     * Sends the close, then reads and discards what the peer still sends until its close or its
-     * end of input, within the linger's bounds of PROTOCOL.md §9.1 (2 s, 4 MiB discarded): closing
-     * at once, with the rest of a refused message unread, would have the peer reset, and a reset
-     * can take the close from it before it is read. Nothing read reaches the endpoint: after a
-     * frame the decoder refused, or bytes that are no frame, the {@link Linger} at the head of the
-     * pipeline discards what is read (a buffer at a time, where the refusing decoder would skip it a
-     * byte per step); after a frame this bridge refused, the decoder still reads frames (the peer's
-     * close among them) and this bridge drops them.
+     * Sends the close, then reads what the peer still sends until its close frame or its end of
+     * input, within the linger's bounds of PROTOCOL.md §9.1 (2 s, 4 MiB): closing at once, with the
+     * rest of a refused message unread, would have the peer reset, and a reset can take the close
+     * from it before it is read. The {@link WebSocketLinger} behind TLS does it: after a frame the
+     * decoder refused, or bytes that are no frame, nothing read reaches the decoder (which would
+     * skip it a byte per step), the linger telling where the frames end itself; after a frame this
+     * bridge refused, the decoder still reads frames and this bridge drops them. Either way the
+     * channel closes once the peer's close frame has been read, our close written.
      */
     private static void closeLingering(ChannelHandlerContext ctx, Violation violation) {
         Channel channel = ctx.channel();
-        channel.pipeline().addFirst(new Linger(violation.framesFollow()));
+        WebSocketLinger linger = channel.pipeline().get(WebSocketLinger.class);
+        if (linger == null) { // a pipeline built without one (Pipelines puts one in every WebSocket's)
+            linger = WebSocketLinger.untracked();
+            channel.pipeline().addFirst(linger);
+        }
         channel.config().setAutoRead(true); // the endpoint may have stopped reading for its own output
         channel.eventLoop().schedule(() -> channel.close(), Endpoint.LINGER_MILLIS, TimeUnit.MILLISECONDS);
-        ctx.writeAndFlush(new CloseWebSocketFrame(violation.status(), violation.reason())).addListener(f -> {
+        ChannelFuture sent = ctx.writeAndFlush(new CloseWebSocketFrame(violation.status(), violation.reason()));
+        sent.addListener(f -> {
             if (!f.isSuccess()) {
                 channel.close();
             }
         });
-    }
-
-    /**
-     * Counts the bytes read while the close lingers, and closes past {@link Endpoint#LINGER_BYTES}
-     * (§9.1). {@code passOn}: what is read goes on to the frame decoder, which still reads frames;
-     * otherwise it is released here.
-     */
-    static final class Linger extends ChannelInboundHandlerAdapter {
-        private final boolean passOn;
-        private long discarded;
-
-        Linger(boolean passOn) {
-            this.passOn = passOn;
-        }
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            if (msg instanceof ByteBuf buf) {
-                discarded += buf.readableBytes();
-            }
-            if (passOn) {
-                ctx.fireChannelRead(msg);
-            } else {
-                ReferenceCountUtil.release(msg);
-            }
-            if (discarded > Endpoint.LINGER_BYTES) {
-                ctx.close();
-            }
-        }
+        linger.linger(channel.pipeline().context(linger), !violation.framesFollow(), sent);
     }
 
     @Override

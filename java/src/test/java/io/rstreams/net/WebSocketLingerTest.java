@@ -26,7 +26,9 @@ import org.testng.annotations.Test;
  * frame above the limit, 1009) nothing read reaches the decoder, which would skip it a byte per
  * decoding step (a megabyte sent after a bad header cost a million steps); after a frame the
  * bridge refused (a text message, 1003) the decoder still reads frames, the peer's close among
- * them. Either way the channel closes past {@link Endpoint#LINGER_BYTES}.
+ * them. Either way the channel closes past {@link Endpoint#LINGER_BYTES}, and as soon as the
+ * peer's close frame is read whole ({@link WebSocketLinger} follows the frames past the refused
+ * one), over {@code wss://} too, where its close_notify also ends the wait.
  */
 public class WebSocketLingerTest {
     private static final int CHUNK = 64 * 1024;
@@ -80,7 +82,9 @@ public class WebSocketLingerTest {
         Bytes bytes = new Bytes();
         Decoder decoder = new Decoder();
         Frames frames = new Frames();
-        EmbeddedChannel channel = new EmbeddedChannel(bytes, decoder, frames, new WebSocketBridge.Violations(), new WebSocketBridge());
+        EmbeddedChannel channel = new EmbeddedChannel(new WebSocketLinger(true), bytes, decoder, frames, new WebSocketBridge.Violations(),
+                new WebSocketBridge());
+        channel.freezeTime(); // the linger's 2 s bound never comes: what closes the channel is what is read
         channel.pipeline().fireUserEventTriggered(
                 new WebSocketServerProtocolHandler.HandshakeComplete("/rsio", new DefaultHttpHeaders(), WebSocketBridge.SUBPROTOCOL));
         return new Server(channel, bytes, decoder, frames);
@@ -199,6 +203,128 @@ public class WebSocketLingerTest {
                 io.netty.handler.codec.http.websocketx.WebSocketCloseStatus.PROTOCOL_ERROR, longer));
         assertEquals(cut.getBytes(java.nio.charset.StandardCharsets.UTF_8).length, 123, "a close reason's limit");
         assertTrue(cut.endsWith("x (PROTOCOL.md §1)"), cut);
+    }
+
+    /** Writes {@code bytes} a slice at a time (sizes {@code cuts} in turn), checking the channel is still open after each. */
+    private static void writeOpen(EmbeddedChannel channel, ByteBuf bytes, int... cuts) {
+        for (int i = 0; bytes.isReadable(); i++) {
+            assertTrue(channel.isOpen(), "closed before the peer's close frame was read whole");
+            channel.writeInbound(bytes.readRetainedSlice(Math.min(cuts[i % cuts.length], bytes.readableBytes())));
+        }
+        bytes.release();
+    }
+
+    @Test(timeOut = 60_000)
+    public void aPeerThatAnswersTheCloseIsClosedOnceItsCloseFrameIsRead() {
+        // the rest of the refused frame, a binary frame, then the peer's close (1002 answered), fed in pieces
+        Server unmasked = upgraded();
+        EmbeddedChannel channel = unmasked.channel();
+        ByteBuf refused = Unpooled.buffer().writeByte(0x82).writeByte(126).writeShort(300).writeZero(100);
+        channel.writeInbound(refused);
+        assertEquals(closeStatus(channel), 1002);
+        long before = unmasked.bytes().count;
+        ByteBuf rest = Unpooled.buffer().writeZero(200).writeBytes(masked(0x2, new byte[10]))
+                .writeBytes(masked(0x8, new byte[] {0x03, (byte) 0xEA}));
+        writeOpen(channel, rest, 7, 1, 64);
+        assertFalse(channel.isOpen(), "the peer's close frame was read: the channel closes");
+        assertEquals(unmasked.bytes().count, before, "nothing reaches the decoder after its refusal");
+        channel.finishAndReleaseAll();
+
+        // a frame above the limit (1009), its whole payload, then the close
+        Server tooBig = upgraded();
+        channel = tooBig.channel();
+        channel.writeInbound(Unpooled.buffer().writeByte(0x82).writeByte(0x80 | 127).writeLong(Pipelines.MAX_WS_MESSAGE + 1L).writeInt(0));
+        assertEquals(closeStatus(channel), 1009);
+        rest = Unpooled.buffer().writeZero(Pipelines.MAX_WS_MESSAGE + 1).writeBytes(masked(0x8, new byte[] {0x03, (byte) 0xF1}));
+        writeOpen(channel, rest, CHUNK);
+        assertFalse(channel.isOpen(), "the peer's close frame was read: the channel closes");
+        channel.finishAndReleaseAll();
+
+        // a close frame that came before ours was sent: the channel closes right behind ours
+        channel = upgraded().channel();
+        channel.writeInbound(Unpooled.buffer().writeByte(0x82).writeByte(0x01).writeByte(9)
+                .writeBytes(masked(0x8, new byte[] {0x03, (byte) 0xE8})));
+        assertEquals(closeStatus(channel), 1002);
+        assertFalse(channel.isOpen(), "the peer's close was read with the refused frame");
+        channel.finishAndReleaseAll();
+    }
+
+    /** Moves what each channel wrote to the other, until neither writes more. */
+    private static void pump(EmbeddedChannel a, EmbeddedChannel b) {
+        boolean moved = true;
+        while (moved) {
+            moved = false;
+            for (EmbeddedChannel[] pair : new EmbeddedChannel[][] {{a, b}, {b, a}}) {
+                Object out;
+                while ((out = pair[0].readOutbound()) != null) {
+                    moved = true;
+                    if (pair[1].isOpen()) {
+                        pair[1].writeInbound(out);
+                    } else {
+                        ReferenceCountUtil.release(out);
+                    }
+                }
+            }
+        }
+    }
+
+    /** The plaintext a TLS client channel has read so far. */
+    private static ByteBuf plaintext(EmbeddedChannel client) {
+        ByteBuf all = Unpooled.buffer();
+        Object in;
+        while ((in = client.readInbound()) != null) {
+            all.writeBytes((ByteBuf) in);
+            ReferenceCountUtil.release(in);
+        }
+        return all;
+    }
+
+    /**
+     * A wss:// server's whole pipeline (Pipelines.server, its endpoint played by a handler that
+     * closes at the end of input, as Endpoint does) and a TLS client, in memory: after the
+     * server's close 1002, the client's close frame, or its close_notify alone, closes it.
+     */
+    @Test(timeOut = 60_000)
+    public void overWssThePeersCloseFrameAndItsCloseNotifyAreRead() throws Exception {
+        io.rstreams.testing.TlsFixture tls = io.rstreams.testing.TlsFixture.get();
+        for (boolean closeFrame : new boolean[] {true, false}) {
+            EmbeddedChannel server = new EmbeddedChannel();
+            server.freezeTime(); // the linger's 2 s bound never comes
+            Pipelines.server(server.pipeline(), RsioUrl.parse("wss://127.0.0.1:9/rsio"), Pipelines.sslContext(tls.server, false), null,
+                    new ChannelInboundHandlerAdapter() {
+                        @Override
+                        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                            if (evt instanceof io.netty.channel.socket.ChannelInputShutdownEvent) {
+                                ctx.close();
+                            }
+                        }
+                    });
+            io.netty.handler.ssl.SslHandler clientTls = Pipelines.sslContext(tls.client, true).newHandler(io.netty.buffer.ByteBufAllocator.DEFAULT);
+            EmbeddedChannel client = new EmbeddedChannel(clientTls);
+            pump(client, server);
+            assertTrue(clientTls.handshakeFuture().isSuccess(), String.valueOf(clientTls.handshakeFuture().cause()));
+            client.writeOutbound(Unpooled.copiedBuffer(io.rstreams.testing.RawSockets.upgradeRequest(9, "/rsio",
+                    List.of("Sec-WebSocket-Protocol: rsio.v0")), java.nio.charset.StandardCharsets.US_ASCII));
+            pump(client, server);
+            String head = plaintext(client).toString(java.nio.charset.StandardCharsets.US_ASCII);
+            assertTrue(head.startsWith("HTTP/1.1 101 "), head);
+            client.writeOutbound(Unpooled.wrappedBuffer(new byte[] {(byte) 0x82, 0x03, 1, 2, 3})); // not masked: 1002
+            pump(client, server);
+            ByteBuf close = plaintext(client);
+            assertEquals(close.getUnsignedByte(0), 0x88, "a close frame");
+            assertEquals(close.getUnsignedShort(2), 1002);
+            close.release();
+            assertTrue(server.isOpen(), "lingering");
+            if (closeFrame) {
+                client.writeOutbound(masked(0x8, new byte[] {0x03, (byte) 0xEA}));
+            } else {
+                clientTls.closeOutbound();
+            }
+            pump(client, server);
+            assertFalse(server.isOpen(), closeFrame ? "the peer's close frame was read" : "the peer's close_notify was read");
+            server.finishAndReleaseAll();
+            client.finishAndReleaseAll();
+        }
     }
 
     @Test(timeOut = 60_000)
