@@ -7,7 +7,9 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpRequestDecoder;
 import io.netty.handler.codec.http.HttpResponseEncoder;
+import io.netty.handler.codec.http.websocketx.WebSocket13FrameDecoder;
 import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolConfig;
+import io.netty.handler.codec.http.websocketx.WebSocketDecoderConfig;
 import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolHandler;
 import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolConfig;
 import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolHandler;
@@ -100,6 +102,28 @@ final class Pipelines {
         p.addLast(last);
     }
 
+    /**
+     * Puts a client's frame decoder in the place of the one Netty's handshake made, configured as
+     * the server's is: its refusals go to {@link WebSocketBridge.Violations}, whose close the
+     * bridge sends (with its reason, and lingers), where Netty's client decoder writes its own
+     * close ahead of the frame encoder, so that it never reached the socket. Called when the
+     * client's handshake completes, before that decoder has read a byte (Netty's HTTP codec passes
+     * the bytes behind the 101 on once the response is handled).
+     */
+    static void clientDecoder(ChannelPipeline p) {
+        if (p.get(WS_DECODER) != null) {
+            p.replace(WS_DECODER, WS_DECODER, new WebSocket13FrameDecoder(WebSocketDecoderConfig.newBuilder()
+                    .expectMaskedFrames(false)
+                    .allowExtensions(false)
+                    .maxFramePayloadLength(MAX_WS_MESSAGE)
+                    .closeOnProtocolViolation(false)
+                    .build()));
+        }
+    }
+
+    /** The name Netty's client handshake gives its frame decoder. */
+    private static final String WS_DECODER = "ws-decoder";
+
     static void client(ChannelPipeline p, RsioUrl url, SslContext ssl, io.netty.channel.ChannelHandler... last) {
         if (url.secure()) {
             SslHandler handler = ssl.newHandler(p.channel().alloc(), url.host(), url.port());
@@ -110,7 +134,10 @@ final class Pipelines {
             p.addLast(handler, new TlsGate());
         }
         if (url.websocket()) {
-            p.addLast(new WebSocketLinger(false), new HttpClientCodec(), new HttpObjectAggregator(64 * 1024), new PongLimit());
+            // Violations right behind the codec: Netty's handshake puts its frame decoder and encoder
+            // between them, so the close the bridge sends for the decoder's refusals is encoded
+            p.addLast(new WebSocketLinger(false), new HttpClientCodec(), new WebSocketBridge.Violations(),
+                    new HttpObjectAggregator(64 * 1024), new PongLimit());
             p.addLast(new WebSocketClientProtocolHandler(WebSocketClientProtocolConfig.newBuilder()
                     .webSocketUri(URI.create(url.toString()))
                     // from the parsed URL, not the URI (which gives a host with '_' none): RFC 7230 section 5.4, RFC 6454

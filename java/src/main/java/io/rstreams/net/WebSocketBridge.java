@@ -57,6 +57,9 @@ final class WebSocketBridge extends ChannelDuplexHandler {
         if (evt instanceof WebSocketServerProtocolHandler.HandshakeComplete
                 || evt == WebSocketClientProtocolHandler.ClientHandshakeStateEvent.HANDSHAKE_COMPLETE) {
             HandshakeCheck.leave(ctx.pipeline()); // its work ends with the handshake
+            if (evt == WebSocketClientProtocolHandler.ClientHandshakeStateEvent.HANDSHAKE_COMPLETE) {
+                Pipelines.clientDecoder(ctx.pipeline()); // its refusals come to Violations, as a server's
+            }
             if (pending != null) { // the 101 is out: the close follows it, and nothing is served
                 closeLingering(ctx, pending);
                 return;

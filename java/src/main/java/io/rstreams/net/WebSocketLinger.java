@@ -65,6 +65,7 @@ final class WebSocketLinger extends ChannelInboundHandlerAdapter {
         WebSocketLinger linger = pipeline.get(WebSocketLinger.class);
         if (linger != null) {
             linger.reading = Reading.LOST;
+            linger.closeRead = false; // the body's bytes, read as frames, said nothing
         }
     }
 

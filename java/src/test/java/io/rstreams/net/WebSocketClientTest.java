@@ -32,7 +32,8 @@ import org.testng.annotations.Test;
  * it pass MAX_UNSENT (PROTOCOL.md §6.3, {@link PongLimit}, the client side of
  * WebSocketLimitsTest's server case); one that dies in the middle of a stream (its input ends,
  * no close frame, no goodbye) ends the client's streams with the same error as a TCP server
- * that dies there (§9.3), a raw one whose output ends and a Python one killed alike.
+ * that dies there (§9.3), a raw one whose output ends and a Python one killed alike; one that
+ * sends a masked frame gets a close 1002 saying so, and its answering close ends the connection.
  */
 public class WebSocketClientTest {
     private static final byte[] ELEMENT = {7};
@@ -126,6 +127,41 @@ public class WebSocketClientTest {
                         "sent " + flood.sent() + " bytes of pings, cut off: " + flood.cutOff());
                 conn.onClose().get(20, TimeUnit.SECONDS);
                 assertTrue(!conn.isOpen());
+            }
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aMaskedFrameFromTheServerIsClosedWith1002SayingWhy() throws Exception {
+        try (ServerSocket listener = RawSockets.listen();
+             RsioClient client = RsioClient.builder().keepalive(null).build()) {
+            CompletableFuture<RsioConnection> connecting = client.connect("ws://127.0.0.1:" + listener.getLocalPort() + "/rsio");
+            try (Socket server = acceptUpgrade(listener)) {
+                OutputStream out = server.getOutputStream();
+                out.write(frame(2, SERVER_HELLO));
+                RsioConnection conn = connecting.get(20, TimeUnit.SECONDS);
+                out.write(new byte[] {(byte) 0x82, (byte) 0x81, 1, 2, 3, 4, 5}); // a server's frame must not be masked
+                DataInputStream in = new DataInputStream(server.getInputStream());
+                while (true) { // the client's frames (masked) up to its close
+                    int opcode = in.readUnsignedByte() & 0x0F;
+                    int n = in.readUnsignedByte() & 0x7F;
+                    n = n == 126 ? in.readUnsignedShort() : n;
+                    byte[] mask = new byte[4];
+                    in.readFully(mask);
+                    byte[] payload = new byte[n];
+                    in.readFully(payload);
+                    for (int i = 0; i < n; i++) {
+                        payload[i] ^= mask[i % 4];
+                    }
+                    if (opcode == 8) {
+                        assertEquals(((payload[0] & 0xFF) << 8) | (payload[1] & 0xFF), 1002);
+                        assertEquals(new String(payload, 2, n - 2, StandardCharsets.UTF_8), "incorrect masking (PROTOCOL.md §1)");
+                        break;
+                    }
+                }
+                out.write(frame(8, new byte[] {0x03, (byte) 0xEA})); // the server answers the close: the client ends the TCP connection
+                assertEquals(in.read(), -1);
+                conn.onClose().get(20, TimeUnit.SECONDS);
             }
         }
     }
