@@ -737,3 +737,60 @@ def test_the_limit_refusals_are_those_of_11() -> None:
     section = _flat(SECTIONS["11"])
     missing = [text for text in refusals if _flat(re.sub(r"=\d+", "=N", text)) not in section]
     assert not missing, missing
+
+
+# -- the closing bounds each binding states ------------------------------------------------------------
+def _constants(path: Path, names: set[str]) -> dict[str, int]:
+    """The integer constants ``names`` of a JavaScript or Java source (``4 * 1024 * 1024``,
+    ``4L << 20``)."""
+    found = {}
+    for m in re.finditer(r"\b([A-Z_]+)\s*=\s*([0-9][0-9L*<> ]*);", path.read_text()):
+        if m.group(1) in names:
+            expression = m.group(2).replace("L", "")
+            assert re.fullmatch(r"[0-9*<> ]+", expression), expression
+            found[m.group(1)] = eval(expression)  # digits, * and << only
+    assert found.keys() == names, (path, names - found.keys())
+    return found
+
+
+def test_the_closing_bounds_the_sections_state_are_each_binding_s() -> None:
+    """§9.1's linger (seconds, bytes) and wait for a goodbye's answer, and §10's bound on unsent
+    replies, are said once for the three bindings: each binding's constants are those numbers."""
+    from rstreams.net import _closing, _intake
+
+    text = _flat(SECTIONS["9.1"])
+    linger_s = int(re.search(r"all wait at most (\d+) s", text).group(1))  # type: ignore[union-attr]
+    linger_mib = int(re.search(r"once (\d+) MiB have been discarded", text).group(1))  # type: ignore[union-attr]
+    close_s = int(re.search(r"wait at most (\d+) s \(CLOSE_TIMEOUT", text).group(1))  # type: ignore[union-attr]
+    unsent_mib = int(re.search(r"MAX_UNSENT, (\d+) MiB", _flat(SECTIONS["10"])).group(1))  # type: ignore[union-attr]
+    mib = 1024 * 1024
+    js = {
+        **_constants(ROOT / "js" / "src" / "node.js", {"LINGER_MS", "LINGER_BYTES"}),
+        **_constants(
+            ROOT / "js" / "src" / "rsio.js",
+            {"CLOSE_TIMEOUT_MS", "MAX_UNSENT", "WS_LINGER_MS", "WS_LINGER_BYTES"},
+        ),
+    }
+    java = _constants(
+        ROOT / "java" / "src" / "main" / "java" / "io" / "rstreams" / "net" / "Endpoint.java",
+        {"LINGER_MILLIS", "LINGER_BYTES", "CLOSE_MILLIS", "MAX_UNSENT"},
+    )
+    said = {
+        "Python": (
+            round(_closing.LINGER_SECONDS * 1000),
+            _closing.LINGER_BYTES,
+            round(_closing.CLOSE_TIMEOUT * 1000),
+            _intake.MAX_UNSENT,
+        ),
+        "JavaScript": (js["LINGER_MS"], js["LINGER_BYTES"], js["CLOSE_TIMEOUT_MS"], js["MAX_UNSENT"]),
+        "JavaScript ws": (
+            js["WS_LINGER_MS"],
+            js["WS_LINGER_BYTES"],
+            js["CLOSE_TIMEOUT_MS"],
+            js["MAX_UNSENT"],
+        ),
+        "Java": (java["LINGER_MILLIS"], java["LINGER_BYTES"], java["CLOSE_MILLIS"], java["MAX_UNSENT"]),
+    }
+    stated = (linger_s * 1000, linger_mib * mib, close_s * 1000, unsent_mib * mib)
+    wrong = [f"{binding}: {values}" for binding, values in said.items() if values != stated]
+    assert not wrong, (stated, wrong)
