@@ -794,3 +794,39 @@ def test_the_closing_bounds_the_sections_state_are_each_binding_s() -> None:
     stated = (linger_s * 1000, linger_mib * mib, close_s * 1000, unsent_mib * mib)
     wrong = [f"{binding}: {values}" for binding, values in said.items() if values != stated]
     assert not wrong, (stated, wrong)
+
+
+def _js_object(path: Path, name: str) -> dict[str, int | None]:
+    """The frozen object ``name`` of a JavaScript source, its values integers or null
+    (``4 * 1024 * 1024``, ``45_000``)."""
+    body = re.search(rf"const {name} = Object\.freeze\(\{{(.*?)\}}\);", path.read_text(), re.S)
+    assert body is not None, name
+    found: dict[str, int | None] = {}
+    for key, value in re.findall(r"(\w+): ([0-9_* ]+|null),", body.group(1)):
+        assert re.fullmatch(r"[0-9_* ]+|null", value), value
+        found[key] = None if value == "null" else eval(value.replace("_", ""))  # digits and * only
+    return found
+
+
+def test_the_javascript_resume_defaults_are_16_7_s() -> None:
+    """§16.9 says the JavaScript binding resumes with §16.7's defaults in milliseconds and bytes:
+    its client's and its server's defaults are rstreams.net.Resume's (which §16.7's table is,
+    tests/wire/test_protocol_tables.py)."""
+    from rstreams.net import Resume
+
+    python = Resume()
+    expected = {
+        "attempts": python.attempts,
+        "backoff": round(python.backoff * 1000),
+        "maxBackoff": round(python.max_backoff * 1000),
+        "attemptTimeout": round(python.attempt_timeout * 1000),
+        "bufferBytes": python.buffer_bytes,
+        "stallTimeout": None if python.stall_timeout is None else round(python.stall_timeout * 1000),
+        "ackDelay": round(python.ack_delay * 1000),
+        "sessionTimeout": round(python.session_timeout * 1000),
+    }
+    js = ROOT / "js" / "src"
+    client = _js_object(js / "rsio-resume.js", "RESUME_DEFAULTS")
+    server = _js_object(js / "sessions.js", "SERVER_RESUME_DEFAULTS")
+    assert client == {key: expected[key] for key in client} and len(client) == 7, client
+    assert server == {key: expected[key] for key in server} and len(server) == 4, server
