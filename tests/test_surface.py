@@ -95,6 +95,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("TrimmedError", LookupError),
         ("StagingFullError", RuntimeError),
         ("ElementError", ValueError),
+        ("DecodeError", ValueError),
         ("JavaMissingError", RuntimeError),
         ("DemoQueryError", RuntimeError),
         ("PublishersSpecError", ValueError),

@@ -17,6 +17,7 @@ from rstreams.net import (
     UTF8,
     Codec,
     ContentTypeError,
+    DecodeError,
     connect,
     serve,
     with_codec,
@@ -71,6 +72,31 @@ async def test_an_explicit_codec_must_match_the_announcement() -> None:
         assert "'application/json'" in text and "'application/vnd.rsio.int64le'" in text and "§17" in text
         custom: Codec[bytes] = Codec(bytes, bytes)  # no media type: nothing to contradict
         assert await _all(conn, "json", codec=custom) == [b'{"a":1}', b'[2,"\\u00e9"]']
+
+
+async def test_an_element_that_does_not_decode_names_the_publisher_the_type_and_codec_raw() -> None:
+    """Bytes that are not the announced type end the subscription with a DecodeError (an rstreams
+    error and a ValueError), not the decoder's bare error, which is its cause."""
+    offer = {
+        "bad-json": with_codec(_values(b"{oops"), None, content_type="application/json"),
+        "bad-int": with_codec(_values(b"abc"), None, content_type="application/vnd.rsio.int64le"),
+    }
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        for name, media_type, options in [
+            ("bad-json", "application/json", {}),
+            ("bad-json", "application/json", {"codec": JSON, "batched": True}),
+            ("bad-int", "application/vnd.rsio.int64le", {}),
+        ]:
+            with pytest.raises(rstreams.ReactiveStreamsError) as caught:  # a DecodeError
+                await _all(conn, name, **options)
+            assert isinstance(caught.value, DecodeError) and isinstance(caught.value, ValueError)
+            text = str(caught.value)
+            assert repr(name) in text and repr(media_type) in text and "codec=RAW" in text, text
+            assert caught.value.__cause__ is not None
+        with pytest.raises(DecodeError, match=r"'bad-json'.*JSONDecodeError.*codec=RAW") as answer:
+            await conn.request("bad-json")
+        assert answer.value.publisher == "bad-json" and answer.value.media_type == "application/json"
+        assert await conn.request("bad-json", codec=RAW) == b"{oops"
 
 
 @pytest.mark.parametrize(("server_config", "client_config"), [(OLD, None), (None, OLD)])

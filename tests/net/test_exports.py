@@ -28,6 +28,7 @@ def test_net_all_is_pinned() -> None:
             "ContentTypeError",
             "ConnectionStatistics",
             "Credentials",
+            "DecodeError",
             "ElementSizeError",
             "Endpoint",
             "Message",

@@ -33,6 +33,7 @@ from rstreams.net._codec import RAW as RAW
 from rstreams.net._codec import UTF8 as UTF8
 from rstreams.net._codec import Codec as Codec
 from rstreams.net._codec import ContentTypeError as ContentTypeError
+from rstreams.net._codec import DecodeError as DecodeError
 from rstreams.net._codec import ElementSizeError as ElementSizeError
 from rstreams.net._codec import fixed_size as fixed_size
 from rstreams.net._connection import Connection as Connection
@@ -88,6 +89,7 @@ __all__ = [
     "ConnectionStatistics",
     "ContentTypeError",
     "Credentials",
+    "DecodeError",
     "ElementSizeError",
     "Endpoint",
     "InternalError",

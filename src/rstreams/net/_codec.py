@@ -17,7 +17,9 @@ Content types (PROTOCOL.md §17): a codec names the media type of what it encode
 (``media_type``). A serving side announces it when it answers a subscribe, and
 ``conn.publisher(name)`` without ``codec=`` decodes by the announcement with the codec
 :func:`codec_for` finds; an explicit codec whose type differs fails the subscription with
-:class:`ContentTypeError`, naming both. :data:`RAW` takes any stream as bytes.
+:class:`ContentTypeError`, naming both. :data:`RAW` takes any stream as bytes. An element
+that does not decode ends its subscription with :class:`DecodeError` (the decoder's error as
+its cause), naming the publisher and the type.
 
 Batches: ``conn.publisher(name, codec=..., batched=True)`` hands the subscriber lists of
 elements (one per packed frame, decoded by ``decode_many`` in one call) and
@@ -58,8 +60,10 @@ __all__ = [
     "UTF8",
     "Codec",
     "ContentTypeError",
+    "DecodeError",
     "ElementSizeError",
     "codec_for",
+    "decode_failed",
     "fixed_size",
     "split_packed",
 ]
@@ -296,3 +300,45 @@ class ContentTypeError(ReactiveStreamsError, TypeError):
         self.publisher = publisher
         self.announced = announced
         self.expected = codec.media_type
+
+
+class DecodeError(ReactiveStreamsError, ValueError):
+    """A received element that its subscription's codec cannot decode: bytes that are not the
+    content type the publisher announced (PROTOCOL.md §17) or the explicit ``codec=`` expects.
+    The subscription ends with this (cancelled on the wire), the decoder's own error as
+    ``__cause__``; ``codec=RAW`` receives any element as its bytes. ``publisher`` names the
+    publisher, ``media_type`` the type decoded by (``None``: a codec without one)."""
+
+    def __init__(self, publisher: str, media_type: str | None, codec: str, error: BaseException) -> None:
+        what = f"{media_type!r} ({codec})" if media_type is not None else codec
+        kind, cause = type(error), type(error).__qualname__
+        if kind.__module__ != "builtins":
+            cause = f"{kind.__module__}.{cause}"  # struct.error, json.decoder.JSONDecodeError
+        super().__init__(
+            f"publisher {publisher!r}: an element does not decode as {what}: "
+            f"{cause}: {error} (PROTOCOL.md §17; pass codec=RAW to receive the bytes as they are)"
+        )
+        self.publisher = publisher
+        self.media_type = media_type
+
+
+def decode_failed(publisher: str, decode: Callable[..., Any] | None, error: BaseException) -> BaseException:
+    """What a subscription to ``publisher`` ends with when ``decode`` (a codec's ``decode``,
+    ``decode_many`` or ``decode_batch``) raised ``error``: a :class:`DecodeError` naming the
+    publisher and codec, ``error`` its cause. An rstreams error (a missing extra, say) stays as
+    it is. Called on the failure path only: decoding itself is the codec's plain call."""
+    if isinstance(error, ReactiveStreamsError):
+        return error
+    bound = getattr(decode, "__self__", None)
+    codec = bound if isinstance(bound, Codec) else None  # decode_batch
+    for name in ("JSON", "UTF8", "INT64", "FLOAT64", "MSGPACK", "ARROW"):
+        known: Codec[Any] = globals()[name]
+        if codec is known or (codec is None and decode in (known.decode, known.decode_many)):
+            label, media_type = name, known.media_type
+            break
+    else:
+        label = f"the codec's {getattr(decode, '__qualname__', 'decode')}"
+        media_type = codec.media_type if codec is not None else None
+    failure = DecodeError(publisher, media_type, label, error)
+    failure.__cause__ = error
+    return failure

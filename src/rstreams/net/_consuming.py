@@ -34,7 +34,7 @@ from rstreams.api import Subscriber, Subscription
 from rstreams.errors import LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.flow._element import NoSuchElementError
 from rstreams.flow._flow import Flow
-from rstreams.net._codec import Codec, ContentTypeError, codec_for, identity, split_packed
+from rstreams.net._codec import Codec, ContentTypeError, codec_for, decode_failed, identity, split_packed
 from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import RemoteStreamError, remote_error
 from rstreams.rules import check_subscriber
@@ -249,7 +249,7 @@ class RemoteSubscription(Subscription, Generic[T]):
             try:
                 element = decode(element)
             except Exception as error:  # bad data, not the Subscriber's fault: tell it
-                self.fail_locally(error)
+                self.fail_locally(decode_failed(self.name, decode, error))
                 return
         try:
             subscriber.on_next(element)
@@ -295,7 +295,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         try:
             elements = batch.decode_packed(payload)
         except Exception as error:
-            self.fail_locally(error)
+            self.fail_locally(decode_failed(self.name, batch.decode_packed, error))
             return
         self.deliver_many(elements, True)
 
@@ -308,7 +308,7 @@ class RemoteSubscription(Subscription, Generic[T]):
             try:
                 elements = [decode(e) for e in elements]
             except Exception as error:
-                self.fail_locally(error)
+                self.fail_locally(decode_failed(self.name, decode, error))
                 return
         try:
             subscriber.on_next(elements)  # type: ignore[arg-type]
@@ -468,7 +468,7 @@ class ScalarRequest:
             try:
                 element = decode(element)
             except Exception as error:  # bad data: the request fails with it
-                self.fail_locally(error)
+                self.fail_locally(decode_failed(self.name, decode, error))
                 return
         future = self.future
         if not future.done():
