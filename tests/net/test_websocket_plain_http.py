@@ -3,13 +3,15 @@ WebSocket, as ``curl http://host:port/rsio`` or a browser's address bar sends, i
 Upgrade Required with ``Upgrade: websocket`` and a plain-text body naming the path, ``rsio.v0``
 and §1; at another path, 404 as a handshake there is. So is a request that is not a GET asking
 for an upgrade to WebSocket: a POST, with or without the WebSocket headers (websockets' 405),
-and a GET asking for another upgrade (``Upgrade: h2c``). The Java and JavaScript servers answer
+and a GET asking for another upgrade (``Upgrade: h2c``). A HEAD gets the GET's status and
+headers without the body. The Java and JavaScript servers answer
 the same (java PlainHttpTest, js plain-http.test.mjs, both also against this server)."""
 
 from __future__ import annotations
 
 import asyncio
 import http.client
+import socket
 
 import pytest
 
@@ -104,3 +106,33 @@ async def test_a_request_that_is_not_a_websocket_get_is_answered_426_too(
         status, got, body = await asyncio.to_thread(_send, server.url, method, headers)
         assert (status, body) == (426, NOT_UPGRADED)
         assert got["upgrade"] == "websocket" and "allow" not in got, got
+
+
+def _raw(url: str, request: bytes) -> bytes:
+    """Everything the server at ``url`` writes in answer to ``request``, up to its close."""
+    host, _, port = url.removeprefix("ws://").partition("/")[0].rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return answer
+
+
+@pytest.mark.parametrize("admission_share", [0.2, None], ids=["admitted", "unbudgeted"])
+async def test_a_head_gets_the_headers_of_the_get_and_no_body(admission_share: float | None) -> None:
+    """RFC 9110 §9.3.2: the answer to a HEAD is the GET's status and headers, its
+    ``Content-Length`` that of the body a GET gets, and no body."""
+    async with await serve("ws://127.0.0.1:0/rsio", {}, admission_share=admission_share) as server:
+        for path, status, body in [
+            ("/rsio", b"426", NOT_UPGRADED.encode()),
+            ("/other", b"404", b"RS.io is served at /rsio\n"),
+        ]:
+            head = f"HEAD {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+            answer = await asyncio.to_thread(_raw, server.url, head)
+            top, _, rest = answer.partition(b"\r\n\r\n")
+            assert top.split(b"\r\n")[0].split(b" ")[1] == status, answer
+            assert f"content-length: {len(body)}".encode() in top.lower().split(b"\r\n"), answer
+            assert rest == b"", answer  # no body
+            get = await asyncio.to_thread(_raw, server.url, head.replace(b"HEAD", b"GET", 1))
+            assert get.endswith(b"\r\n\r\n" + body), get

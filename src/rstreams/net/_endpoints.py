@@ -206,6 +206,7 @@ async def listen_endpoint(
             origin_refused,
             subprotocol_refused,
             upgrade_required,
+            without_body_for_head,
         )
 
     served_path = endpoint.path.partition("?")[0]
@@ -225,7 +226,7 @@ async def listen_endpoint(
         )
         if isinstance(ws, AdmittedConnection):
             ws.handshake_answered()
-        return refused
+        return without_body_for_head(request, refused or response)
 
     async def handle(ws: ServerConnection) -> None:
         handler = handler_factory()

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import ssl
 from collections.abc import Callable, Sequence
@@ -118,6 +119,7 @@ __all__ = [
     "subprotocol_refused",
     "upgrade_required",
     "upgrade_required_text",
+    "without_body_for_head",
 ]
 
 _log = logging.getLogger("rstreams.net.websocket")
@@ -180,6 +182,16 @@ def upgrade_required(ws: ServerConnection, request: Request, response: Response)
     answer = ws.respond(HTTPStatus.UPGRADE_REQUIRED, upgrade_required_text(request.path.partition("?")[0]))
     answer.headers["Upgrade"] = "websocket"
     return answer
+
+
+def without_body_for_head(request: Request, response: Response) -> Response:
+    """``response`` as the answer to a HEAD ``request``: its headers (``Content-Length`` that of
+    the body a GET would get) without the body, as RFC 9110 §9.3.2 asks; to any other request,
+    as it is. A HEAD is no WebSocket handshake: it is refused, at the served path with the 426 of
+    :func:`upgrade_required`, elsewhere with a 404 (PROTOCOL.md §1)."""
+    if request.method == "HEAD" and response.body:
+        return dataclasses.replace(response, body=b"")
+    return response
 
 
 NO_HTTP_HINT = (
