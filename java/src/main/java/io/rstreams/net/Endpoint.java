@@ -1192,8 +1192,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                     replay.token = x.payload();
                 }
                 case FrameType.RESUME_ACK -> {
+                    boolean full = replay.unacked() >= replay.bound;
                     replay.ack(ResumeFrames.position(x.payload()));
                     replay.ackReceived(2L + x.payload().length);
+                    if (full && replay.unacked() < replay.bound) {
+                        refillAll(); // production waited at the replay bound, not for the channel (§16.4)
+                    }
                 }
                 default -> throw new ProtocolException(String.format(
                         "message type 0x%02x inside a session: resume, resumed and resumeRefused start a new transport (PROTOCOL.md §16.2)",

@@ -1,5 +1,7 @@
 package io.rstreams.net;
 
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 
 import io.rstreams.testing.RawSockets;
@@ -13,6 +15,7 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
@@ -25,10 +28,14 @@ import org.testng.annotations.Test;
  * §6.3): a peer that grants all the input demand there is and then reads nothing does not make
  * the Java end queue input without bound (before, it requested what was granted 64 elements at a
  * time until its own backlog passed MAX_UNSENT and it said goodbye to the peer); once the peer
- * reads again, the input goes on.
+ * reads again, the input goes on. With extension resume the replay buffer's bound holds output
+ * back too (§16.4): the peer's acknowledgements let it go on, a served stream's (which stalled
+ * there, its demand unbounded) as a channel's input.
  */
 public class ChannelInputBackpressureTest {
     private static final int ELEMENT = 16 * 1024;
+    /** The replay buffer of a resumable connection (the builders' resume(true)). */
+    private static final long REPLAY_BYTES = 4L << 20;
 
     /** An endless input of ELEMENT-byte elements, counting those it emitted. */
     private static Flow.Publisher<byte[]> endless(AtomicLong emitted) {
@@ -136,6 +143,65 @@ public class ChannelInputBackpressureTest {
                     output.subscription().cancel();
                 }
             }
+        }
+    }
+
+    /** A channel's input of that many elements, counted by the server; answered with the count. */
+    private static Flow.Publisher<byte[]> counted(Flow.Publisher<byte[]> input) {
+        return downstream -> input.subscribe(new Flow.Subscriber<byte[]>() {
+            private long count;
+
+            @Override
+            public void onSubscribe(Flow.Subscription s) {
+                downstream.onSubscribe(new Flow.Subscription() {
+                    @Override
+                    public void request(long n) {}
+
+                    @Override
+                    public void cancel() {
+                        s.cancel();
+                    }
+                });
+                s.request(Long.MAX_VALUE);
+            }
+
+            @Override
+            public void onNext(byte[] item) {
+                count++;
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                downstream.onError(t);
+            }
+
+            @Override
+            public void onComplete() {
+                downstream.onNext(Long.toString(count).getBytes(StandardCharsets.UTF_8));
+                downstream.onComplete();
+            }
+        });
+    }
+
+    @Test(timeOut = 60_000)
+    public void outputWaitingAtTheReplayBoundGoesOnWithTheAcknowledgements() throws Exception {
+        long n = 2 * REPLAY_BYTES / ELEMENT; // twice the replay buffer
+        try (RsioServer server = RsioServer.builder().resume(true)
+                        .route("big", r -> Counters.repeat(new byte[ELEMENT], n))
+                        .channel("count", (input, r) -> counted(input))
+                        .bind("tcp://127.0.0.1:0");
+                RsioClient client = RsioClient.builder().resume(true).build();
+                RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<byte[]> served = new TestSubscriber<>();
+            conn.publisher("big").subscribe(served);
+            served.request(Long.MAX_VALUE); // no later request wakes the server's stream
+            assertNull(served.awaitTerminal());
+            assertEquals(served.all().size(), (int) n);
+            TestSubscriber<byte[]> count = new TestSubscriber<>();
+            conn.channel("count", Counters.repeat(new byte[ELEMENT], n)).subscribe(count);
+            count.request(1);
+            assertNull(count.awaitTerminal());
+            assertEquals(new String(count.all().get(0), StandardCharsets.UTF_8), Long.toString(n));
         }
     }
 }
