@@ -726,6 +726,33 @@ def test_the_upload_texts_of_the_replay_server_are_those_of_21_8() -> None:
     assert not missing, missing
 
 
+def test_the_upload_numbers_of_21_8_are_the_code_s() -> None:
+    """§21.8's numbers: the client packs up to 1024 rows and about 256 KiB per element; the
+    channel grants 1, then keeps about 8 MiB in flight within 1024 elements; the reverse
+    subscription asks 1024, then 512 after each 512."""
+    from rstreams.replay import _client, _cursor, _server
+
+    section = _flat(SECTIONS["21.8"])
+    kib = 1024
+    stated = {
+        "pack rows": int(re.search(r"packs up to (\d+) rows", section).group(1)),  # type: ignore[union-attr]
+        "pack KiB": int(re.search(r"about (\d+) KiB per element", section).group(1)),  # type: ignore[union-attr]
+        "in flight MiB": int(re.search(r"keeps about (\d+) MiB", section).group(1)),  # type: ignore[union-attr]
+        "window": int(re.search(r"min\((\d+), (\d+) MiB //", section).group(1)),  # type: ignore[union-attr]
+        "reverse demand": int(re.search(r"with demand (\d+), and requests", section).group(1)),  # type: ignore[union-attr]
+        "reverse renewal": int(re.search(r"requests (\d+) more after each", section).group(1)),  # type: ignore[union-attr]
+    }
+    code = {
+        "pack rows": _client.PACK,
+        "pack KiB": _cursor.PACK_BYTES // kib,
+        "in flight MiB": _server._IN_FLIGHT_BYTES // (kib * kib),
+        "window": _server._UPLOAD_WINDOW,
+        "reverse demand": _server._UPLOAD_WINDOW,
+        "reverse renewal": _server._UPLOAD_WINDOW // 2,
+    }
+    assert stated == code
+
+
 def test_every_text_of_rstreams_replay_citing_21_8_is_in_it() -> None:
     """Every string of src/rstreams/replay that cites §21.8 (an onError text of the upload, a
     part of one) is written in §21.8, the parts it fills in left out: a text added or reworded
