@@ -25,13 +25,25 @@ final class ResumeHandshake extends ChannelInboundHandlerAdapter {
         this.session = session;
     }
 
+    /**
+     * Starts the attempt's clock when the transport's pipeline is built, as rstreams'
+     * {@code attempt_timeout} bounds a whole attempt (§16.7): the TCP connect and a TLS or
+     * WebSocket opening handshake count too, so a new transport that stalls in them (a server
+     * that accepts and never answers the upgrade) is closed and the next attempt made, as is one
+     * whose answer to resume does not come.
+     */
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        timeout = ctx.executor().schedule(() -> {
+            ctx.channel().close();
+        }, ResumeFrames.ATTEMPT_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    /** The transport is up, its TLS and WebSocket handshakes done: resume is its first message (§16.3). */
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
         Replay r = session.replay();
         ctx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.resume(r.token, r.receivedPosition())));
-        timeout = ctx.executor().schedule(() -> {
-            ctx.close();
-        }, ResumeFrames.ATTEMPT_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
     }
 
     @Override

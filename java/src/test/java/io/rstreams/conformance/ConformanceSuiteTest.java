@@ -39,8 +39,6 @@ public class ConformanceSuiteTest {
             Pattern.compile("the endpoint does not list extension auth \\(id 2\\) in its serverHello"),
             Pattern.compile(Pattern.quote("no token the endpoint accepts was given (--token)")),
             Pattern.compile(Pattern.quote("the endpoint's idle timeout is not known (--idle-timeout)")));
-    /** And without resume (over WebSocket): the resume cases. */
-    private static final Pattern NO_RESUME = Pattern.compile(Pattern.quote("the endpoint does not offer extension resume (id 3)"));
 
     private static final Pattern CASE_LINE = Pattern.compile("^(PASS|FAIL|skip)  (\\S+) ", Pattern.MULTILINE);
     private static final Pattern TOTAL_LINE = Pattern.compile("^total\\s+(\\d+)\\s+(\\d+)\\s+(\\d+)$", Pattern.MULTILINE);
@@ -116,12 +114,7 @@ public class ConformanceSuiteTest {
         if (where.startsWith("tls") || where.startsWith("wss")) {
             b.tls(TlsFixture.get().server);
         }
-        return b.resume(resumes(where));
-    }
-
-    /** Resume is on over TCP and TLS, off over WebSocket (the suite's resume cases speak TCP and TLS). */
-    private static boolean resumes(String where) {
-        return where.startsWith("tcp") || where.startsWith("tls");
+        return b.resume(true); // over every transport: the suite's resume cases open new WebSockets too (§16.9)
     }
 
     private static List<String> tlsArgs(String url) throws Exception {
@@ -141,11 +134,7 @@ public class ConformanceSuiteTest {
                     "--junit", "target/conformance-" + where.substring(0, where.indexOf(':')) + ".xml"));
             args.addAll(tlsArgs(server.url()));
             PythonRstreams.Result result = PythonRstreams.run(280, args.toArray(String[]::new));
-            List<Pattern> allowed = new ArrayList<>(DOCUMENTED_SKIPS);
-            if (!resumes(where)) {
-                allowed.add(NO_RESUME);
-            }
-            assertRan(result, listed(), allowed);
+            assertRan(result, listed(), DOCUMENTED_SKIPS);
         }
     }
 

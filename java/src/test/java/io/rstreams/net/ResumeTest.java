@@ -4,16 +4,23 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.embedded.EmbeddedChannel;
 import io.rstreams.testing.CuttingProxy;
 import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.RawSockets;
+import io.rstreams.testing.RepoPaths;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.Frame;
 import io.rstreams.wire.FrameParser;
 import io.rstreams.wire.Limits;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -29,9 +36,14 @@ public class ResumeTest {
     private static final int FLOWING = 15_000;
 
     private static void cutAndCarryOn(String host, int port, int cuts) throws Exception {
+        cutAndCarryOn("tcp", host, port, "", cuts);
+    }
+
+    /** As above, over {@code scheme} ({@code tcp} or {@code ws}, whose URL then ends in {@code path}). */
+    static void cutAndCarryOn(String scheme, String host, int port, String path, int cuts) throws Exception {
         try (CuttingProxy proxy = new CuttingProxy(host, port);
              RsioClient client = RsioClient.builder().resume(true).build();
-             RsioConnection conn = client.connect("tcp://127.0.0.1:" + proxy.port()).get(10, TimeUnit.SECONDS)) {
+             RsioConnection conn = client.connect(scheme + "://127.0.0.1:" + proxy.port() + path).get(10, TimeUnit.SECONDS)) {
             TestSubscriber<Long> sub = new TestSubscriber<>();
             conn.publisher("counter?from=0&to=" + TOTAL, Codec.INT64).subscribe(sub);
             List<Long> got = new java.util.ArrayList<>();
@@ -63,6 +75,17 @@ public class ResumeTest {
                 .route("counter", Codec.INT64, r -> Counters.range(r.longParam("from", 0), r.longParam("to", Long.MAX_VALUE)))
                 .bind("tcp://127.0.0.1:0")) {
             cutAndCarryOn("127.0.0.1", server.port(), 3);
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void javaClientResumesOnTheJavaServerOverWebSocket() throws Exception {
+        try (RsioServer server = RsioServer.builder()
+                .resume(true)
+                .route("counter", Codec.INT64, r -> Counters.range(r.longParam("from", 0), r.longParam("to", Long.MAX_VALUE)))
+                .origins("*") // the client's Origin names the proxy's port, not the server's
+                .bind("ws://127.0.0.1:0/rsio")) {
+            cutAndCarryOn("ws", "127.0.0.1", server.port(), "/rsio", 3);
         }
     }
 
@@ -175,6 +198,42 @@ public class ResumeTest {
     }
 
     @Test(timeOut = 60_000)
+    public void javaClientResumesOnThePythonServerOverWebSocket() throws Exception {
+        try (PythonRstreams python = PythonRstreams.serveAt("ws://127.0.0.1:0/rsio", "--codec", "int64", "--resume", "--origin", "*")) {
+            String url = python.url();
+            int port = Integer.parseInt(url.substring(url.lastIndexOf(':') + 1, url.indexOf('/', url.lastIndexOf(':'))));
+            cutAndCarryOn("ws", "127.0.0.1", port, "/rsio", 1);
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void pythonClientResumesOnTheJavaServerOverWebSocket() throws Exception {
+        Path script = RepoPaths.root().resolve("java/src/test/resources/python/resume_client.py");
+        try (RsioServer server = RsioServer.builder()
+                .resume(true)
+                .route("counter", Codec.INT64, r -> Counters.range(r.longParam("from", 0), r.longParam("to", Long.MAX_VALUE)))
+                .bind("ws://127.0.0.1:0/rsio");
+             CuttingProxy proxy = new CuttingProxy("127.0.0.1", server.port())) {
+            PythonRstreams.python();
+            Process client = PythonRstreams.start(script.toString(), "ws://127.0.0.1:" + proxy.port() + "/rsio", "20000");
+            try (BufferedReader out = new BufferedReader(new InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8));
+                 OutputStream in = client.getOutputStream()) {
+                String line = out.readLine();
+                assertEquals(line, "cut", "the client's first line");
+                proxy.cut(); // with up to 64 elements requested and some in flight
+                in.write('\n');
+                in.flush();
+                assertEquals(out.readLine(), "resumed 20000");
+                assertTrue(client.waitFor(20, TimeUnit.SECONDS), "the client did not end");
+                assertEquals(client.exitValue(), 0);
+                assertTrue(proxy.accepted.get() >= 2, "a new transport after the cut: " + proxy.accepted.get());
+            } finally {
+                client.destroyForcibly();
+            }
+        }
+    }
+
+    @Test(timeOut = 60_000)
     public void aClientThatCannotReconnectFailsItsStreamsAfterItsAttempts() throws Exception {
         try (RsioServer server = RsioServer.builder()
                 .resume(true)
@@ -194,6 +253,27 @@ public class ResumeTest {
             assertTrue(error.getMessage().contains("could not resume the session in 8 attempt(s)"), error.getMessage());
             conn.onClose().get(5, TimeUnit.SECONDS);
         }
+    }
+
+    @Test(timeOut = 10_000)
+    public void anAttemptStalledInItsOpeningHandshakeIsClosedAtTheAttemptTimeout() {
+        // The attempt's clock started when the transport was up, after a TLS or WebSocket
+        // handshake: a server that accepted and never answered the upgrade held the attempt until
+        // Netty's own 10 s handshake timeout. It starts with the pipeline now, as rstreams'
+        // attempt_timeout bounds the whole attempt (§16.7); virtual time here.
+        ChannelInboundHandlerAdapter handshaking = new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelActive(ChannelHandlerContext ctx) {
+                // held back, as WebSocketBridge holds it until the opening handshake completes
+            }
+        };
+        EmbeddedChannel channel = new EmbeddedChannel(handshaking, new ResumeHandshake(null));
+        channel.advanceTimeBy(ResumeFrames.ATTEMPT_TIMEOUT_MILLIS - 1, TimeUnit.MILLISECONDS);
+        channel.runScheduledPendingTasks();
+        assertTrue(channel.isOpen(), "closed before the attempt timeout");
+        channel.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+        channel.runScheduledPendingTasks();
+        assertTrue(!channel.isOpen(), "a stalled attempt stayed open past the attempt timeout");
     }
 
     @Test(timeOut = 30_000)

@@ -110,6 +110,14 @@ public final class PythonRstreams implements AutoCloseable {
         }
     }
 
+    /**
+     * Starts {@code python ARGS...} (the repository's src on its path, errors merged into its
+     * output), leaving its input and output to the caller, who must end it.
+     */
+    public static Process start(String... args) throws IOException {
+        return command(List.of(args)).start();
+    }
+
     /** Runs {@code python ARGS...} to its end (at most {@code timeoutSeconds}); returns exit status and output. */
     public static Result run(long timeoutSeconds, String... args) throws IOException, InterruptedException {
         Process p = command(List.of(args)).start();
