@@ -96,6 +96,16 @@ public interface Codec<T> {
         }
     };
 
+    /**
+     * One JSON text per element, {@code application/json} (PROTOCOL.md §17.3; Python: {@code JSON},
+     * JavaScript: {@code decode: "json"}): maps, lists, strings, numbers ({@code Long},
+     * {@code BigInteger} past it, {@code Double}), booleans, and null inside them; written
+     * compact with non-ASCII characters escaped, as rstreams writes it. Decoding refuses what is
+     * not one JSON text, and a bare {@code null} (no Flow element is null). The types each way are
+     * listed in the codec's own documentation ({@code JsonCodec}).
+     */
+    Codec<Object> JSON = new JsonCodec();
+
     /** Signed 64-bit little-endian integers, 8 bytes each, sent packed, {@code application/vnd.rsio.int64le} (Python: {@code INT64}). */
     Codec<Long> INT64 = new Codec<>() {
         @Override

@@ -44,6 +44,10 @@ public class ContentMetadataInteropTest {
             assertEquals(new String(j.all().get(0), StandardCharsets.UTF_8), "{\"a\":[1,\"\\u00e9\"]}"); // §17.3, byte for byte
             assertEquals(json.contentType().orElseThrow(), ContentTypes.JSON);
 
+            TestSubscriber<Object> values = read(conn.publisher("values", Codec.JSON), 10);
+            assertNull(values.awaitTerminal());
+            assertEquals(values.all(), jsonValues(), "content_offer.py's VALUES, read by Codec.JSON");
+
             RemotePublisher<String> words = conn.publisher("words", Codec.UTF8);
             TestSubscriber<String> w = read(words, 5);
             assertNull(w.awaitTerminal());
@@ -72,11 +76,20 @@ public class ContentMetadataInteropTest {
         }
     }
 
+    /** content_offer.py's VALUES as Java's values; the Java server serves them as "json". */
+    private static List<Object> jsonValues() {
+        Map<String, Object> first = new java.util.LinkedHashMap<>();
+        first.put("a", java.util.Arrays.asList(1L, "é", null, true));
+        first.put("b", Map.of("c", 1.5));
+        return List.of(first, "\uD83D\uDE00 </", new java.math.BigInteger("12345678901234567890123"), -7L, List.of());
+    }
+
     /** What the Python client sees: one line per case. */
     private static final String PYTHON_CLIENT = String.join("\n",
             "import asyncio, sys",
             "import rstreams",
-            "from rstreams.net import INT64, ContentTypeError",
+            "import json",
+            "from rstreams.net import INT64, RAW, ContentTypeError",
             "async def elements(conn, name, **options):",
             "    return [x async for x in conn.publisher(name, **options)]",
             "async def main(url):",
@@ -85,6 +98,10 @@ public class ContentMetadataInteropTest {
             "        print('words', repr(await elements(conn, 'words')), flush=True)",
             "        print('longs', repr(await elements(conn, 'longs')), flush=True)",
             "        print('raw', repr(await elements(conn, 'raw')), flush=True)",
+            "        values = await elements(conn, 'json')",
+            "        print('json', ascii(values), flush=True)",
+            "        same = [json.dumps(v, separators=(',', ':')).encode() for v in values] == await elements(conn, 'json', codec=RAW)",
+            "        print('json bytes', 'as json.dumps' if same else 'differ', flush=True)",
             "        try:",
             "            await elements(conn, 'words', codec=INT64)",
             "            print('mismatch none', flush=True)",
@@ -101,15 +118,18 @@ public class ContentMetadataInteropTest {
                 .route("words", Codec.UTF8, r -> Counters.repeat("hé", 2))
                 .route("longs", Codec.INT64, r -> Counters.range(0, 3))
                 .route("raw", r -> Counters.repeat(new byte[] {1, 2}, 1))
+                .route("json", Codec.JSON, r -> Counters.of(jsonValues()))
                 .route("echo", Codec.UTF8, r -> Counters.repeat(new TreeMap<>(r.metadata().texts()).toString(), 1))
                 .bind("tcp://127.0.0.1:0")) {
             PythonRstreams.Result run = PythonRstreams.run(60, "-c", PYTHON_CLIENT, server.url());
             assertEquals(run.status(), 0, run.output());
-            List<String> lines = run.output().lines().filter(l -> l.matches("(words|longs|raw|mismatch|echo) .*")).toList();
+            List<String> lines = run.output().lines().filter(l -> l.matches("(words|longs|raw|json|mismatch|echo) .*")).toList();
             assertEquals(lines, List.of(
                     "words ['hé', 'hé']",
                     "longs [0, 1, 2]",
                     "raw [b'\\x01\\x02']",
+                    "json [{'a': [1, '\\xe9', None, True], 'b': {'c': 1.5}}, '\\U0001f600 </', 12345678901234567890123, -7, []]",
+                    "json bytes as json.dumps",
                     "mismatch text/plain; charset=utf-8",
                     "echo ['{x-bytes=\\x01, x-tenant=acme}']"), run.output());
         }

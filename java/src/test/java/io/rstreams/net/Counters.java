@@ -6,7 +6,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongFunction;
 
-/** Small cold publishers for tests: a range of longs, a repeated value, one that never signals. Trampolined (rule 3.3). */
+/** Small cold publishers for tests: a range of longs, a repeated value, a list's values, one that never signals. Trampolined (rule 3.3). */
 public final class Counters {
     private Counters() {}
 
@@ -18,6 +18,11 @@ public final class Counters {
     /** {@code value}, {@code n} times. */
     public static <T> Flow.Publisher<T> repeat(T value, long n) {
         return new Source<>(i -> value, n);
+    }
+
+    /** The elements of {@code values}, in order. */
+    public static <T> Flow.Publisher<T> of(java.util.List<T> values) {
+        return new Source<>(i -> values.get((int) i), values.size());
     }
 
     /**
