@@ -787,6 +787,14 @@ def test_the_limit_refusals_are_those_of_11() -> None:
     section = _flat(SECTIONS["11"])
     missing = [text for text in refusals if _flat(re.sub(r"=\d+", "=N", text)) not in section]
     assert not missing, missing
+    # The JavaScript and Java servers send the same texts (their sources, string pieces joined).
+    parts = [part for text in refusals for part in re.split(r"=\d+", text)]
+    for path in (
+        ROOT / "js" / "src" / "rsio-publish.js",
+        ROOT / "java" / "src" / "main" / "java" / "io" / "rstreams" / "wire" / "Connection.java",
+    ):
+        source = re.sub(r"[\"`]\s*\+\s*[\"`]", "", path.read_text())
+        assert [part for part in parts if part not in source] == [], path.name
 
 
 # -- the closing bounds each binding states ------------------------------------------------------------
