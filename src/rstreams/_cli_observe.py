@@ -4,7 +4,8 @@ Both read the publishers every server offers about itself (:mod:`rstreams.observ
 over RS.io, so they work wherever a client could subscribe (TLS, tokens, WebSocket).
 
 * ``ping`` times ``request("rstreams/health")`` round trips and prints the answer; exit
-  status 0 when the server says ok, 1 when it answers otherwise (it refused, or said not ok),
+  status 0 when the server says ok, 1 when it answers otherwise (it refused, said not ok, or
+  answered with something else than the health object: :func:`read_health`),
   2 when it cannot be reached in ``--timeout`` seconds.
 * ``top`` subscribes to ``rstreams/stats?interval=S`` and redraws a table per snapshot: each
   open stream's publisher, subscriber (``connection/id``), demand outstanding, rate, and the
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import math
 import os
 import signal
@@ -42,7 +44,7 @@ from rstreams.errors import (
     ReactiveStreamsError,
     TLSRefusedError,
 )
-from rstreams.net import JSON, Connection, RemoteStreamError, connect
+from rstreams.net import JSON, RAW, Connection, RemoteStreamError, connect
 from rstreams.net._transport import CERTIFICATE_ALERTS, EndedBeforeHelloError, TLSNoResponseError
 from rstreams.observe._builtin import HEALTH, MIN_INTERVAL
 from rstreams.observe._table import (
@@ -283,6 +285,35 @@ async def _connect(args: argparse.Namespace, context: ssl.SSLContext | None) -> 
         return await connect(args.url, ssl=context, auth=args.token)
 
 
+class HealthAnswerError(ReactiveStreamsError, ValueError):
+    """A server's ``rstreams/health`` answer is not the health object rstreams' servers send
+    (docs/observability.md): a user's publisher of that name replaced it (``serve --publishers``)."""
+
+
+def read_health(payload: bytes) -> dict[str, Any]:
+    """The ``rstreams/health`` answer ``payload`` as the object servers send: JSON, an object, a
+    boolean ``ok`` in it.
+
+    Raises:
+        HealthAnswerError: one of these is not so; its text says which.
+    """
+    try:
+        health = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        shown = payload[:40] + (b"..." if len(payload) > 40 else b"")
+        raise HealthAnswerError(f"{HEALTH} answered {shown!r}, not JSON") from None
+    if not isinstance(health, dict):
+        raise HealthAnswerError(f"{HEALTH} answered a JSON {type(health).__name__}, not an object")
+    if not isinstance(health.get("ok"), bool):
+        raise HealthAnswerError(f'{HEALTH} answered an object without the boolean field "ok"')
+    return health
+
+
+def _not_health(url: str, bad: HealthAnswerError) -> str:
+    """What ping and top say of a server whose ``rstreams/health`` is not the server's own."""
+    return f"{url}: {bad} (a publisher of the user's replaced the server's own, as serve --publishers can)"
+
+
 # -- ping -----------------------------------------------------------------------------------------
 def _ping(args: argparse.Namespace) -> int:
     if args.count < 1:
@@ -306,7 +337,7 @@ def _ping(args: argparse.Namespace) -> int:
             for _ in range(args.count):
                 start = time.perf_counter()
                 async with asyncio.timeout(args.timeout):
-                    health = await conn.request("rstreams/health", codec=JSON)
+                    health = read_health(await conn.request(HEALTH, codec=RAW))
                 millis = (time.perf_counter() - start) * 1000
                 print(
                     f"{args.url}: {'ok' if health.get('ok') else 'NOT OK'} in {millis:.2f} ms, "
@@ -316,6 +347,8 @@ def _ping(args: argparse.Namespace) -> int:
                 )
                 if not health.get("ok"):
                     return 1
+        except HealthAnswerError as bad:
+            return fail("ping", _not_health(args.url, bad), 1)
         except RemoteStreamError as refused:
             hint = _offered_hint(refused.message, "rstreams/health")
             return fail(
@@ -390,13 +423,19 @@ async def _counts_nothing(conn: Connection, seconds: float) -> bool:
     """Whether the server says it counts nothing: its ``rstreams/health`` answer's ``metrics`` is
     false (it was started without metrics; its ``rstreams/stats`` then fails with code 1, the
     publisher's own error, as PROTOCOL.md §19.2 has it). ``False`` when it does not say so: it
-    refuses ``rstreams/health`` too, or does not answer within ``seconds``."""
+    refuses ``rstreams/health`` too, or does not answer within ``seconds``.
+
+    Raises:
+        HealthAnswerError: the answer is not the health object (:func:`read_health`).
+    """
     try:
         async with asyncio.timeout(seconds):
-            health = await conn.request(HEALTH, codec=JSON)
+            health = read_health(await conn.request(HEALTH, codec=RAW))
+    except HealthAnswerError:
+        raise  # said as such by top
     except (TimeoutError, ReactiveStreamsError):
         return False
-    return isinstance(health, dict) and health.get("metrics") is False
+    return health.get("metrics") is False
 
 
 def _top(args: argparse.Namespace) -> int:
@@ -461,6 +500,8 @@ def _top(args: argparse.Namespace) -> int:
         error = showing.exception()
         if error is None and showing.result():
             return fail("top", f"{args.url}: {NO_METRICS}", 1)
+        if isinstance(error, HealthAnswerError):
+            return fail("top", _not_health(args.url, error), 1)
         if isinstance(error, RemoteStreamError):
             return fail(
                 "top", f"{args.url}: {error.message}{_offered_hint(error.message, 'rstreams/stats')}", 1
@@ -501,8 +542,9 @@ def add_commands(commands: Any) -> None:
         "ping",
         help="a server's health and round-trip time (exit 0: ok)",
         description="Time rstreams/health round trips and print the server's answer. Exit status: 0 "
-        "when the server says ok, 1 when it says not ok or refuses rstreams/health (the Java and "
-        "JavaScript servers have none), 2 when it cannot be reached within --timeout, refuses the "
+        "when the server says ok, 1 when it says not ok, refuses rstreams/health (the Java and "
+        "JavaScript servers have none) or answers it with something else than the health object, 2 "
+        "when it cannot be reached within --timeout, refuses the "
         "token or the TLS handshake fails.",
     )
     _client_options(ping, 5.0)
