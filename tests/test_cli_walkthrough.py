@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from rstreams import just
 from rstreams.cli import main
 from rstreams.net import serve
+from rstreams.net._closing import NOT_RSIO_HINT
 from testkit import patience
 
 
@@ -69,3 +71,35 @@ def test_ping_and_top_name_a_health_answer_that_is_not_the_servers(
                 f"rstreams {command}: {url}: {said} (a publisher of the user's replaced the "
                 "server's own, as serve --publishers can)\n"
             )
+
+
+def _close_at_once(listening: socket.socket) -> None:
+    """Accept one connection and end its output at once, as a TLS server does to a client that
+    speaks no TLS; read until the client hangs up (a close with input unread would reset)."""
+    peer, _ = listening.accept()
+    with peer:
+        peer.settimeout(20)
+        peer.shutdown(socket.SHUT_WR)
+        with contextlib.suppress(OSError):
+            while peer.recv(1024):
+                pass
+
+
+@pytest.mark.timeout(60)
+def test_conformance_against_an_endpoint_closing_before_its_hello_names_the_url(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A TLS server reached with tcp:// closes at once: the probe's failure pointed to --publisher
+    NAME (and the suite then failed 22 cases); it names the URL's scheme, as subscribe does."""
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        thread = threading.Thread(target=_close_at_once, args=(listening,))
+        thread.start()
+        url = f"tcp://127.0.0.1:{listening.getsockname()[1]}"
+        assert main(["conformance", url, "--timeout", "5"]) == 2
+        patience.join(thread, 20)
+    assert capsys.readouterr().err == (
+        f"rstreams conformance: cannot run the suite against {url}: the endpoint closed the connection "
+        f"before its hello; {NOT_RSIO_HINT}\n"
+    )

@@ -21,7 +21,7 @@ from enum import Enum
 from typing import NoReturn, TextIO
 
 from rstreams.conformance._case import AREAS, CASES, Case, CaseFailure, CitedCase, Context, Options, Skip
-from rstreams.net._closing import SILENT_HINT
+from rstreams.net._closing import NOT_RSIO_HINT, SILENT_HINT
 from rstreams.wire import Subscribe
 
 __all__ = [
@@ -111,6 +111,15 @@ async def probe(url: str, options: Options) -> frozenset[str]:
             said = f"the endpoint did not say hello within {options.timeout:g} s (--timeout S)"
             raise CaseFailure(f"{said}; {SILENT_HINT}") from error
         secure = url.startswith(("tls:", "wss:"))
+        if (
+            isinstance(error, CaseFailure)
+            and str(error).startswith("the connection ended")
+            and not secure
+            and peer is not None
+            and peer.monitor.server_hello is None
+        ):  # closed without a byte of RS.io: the URL's scheme, as subscribe says (not --publisher)
+            said = "the endpoint closed the connection before its hello"
+            raise CaseFailure(f"{said}; {NOT_RSIO_HINT}") from error
         if (
             secure
             and options.certfile is None
