@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rstreams import just
+from rstreams import cli, just
 from rstreams.cli import main
 from rstreams.net import serve
 from rstreams.net._closing import NOT_RSIO_HINT
@@ -102,4 +102,17 @@ def test_conformance_against_an_endpoint_closing_before_its_hello_names_the_url(
     assert capsys.readouterr().err == (
         f"rstreams conformance: cannot run the suite against {url}: the endpoint closed the connection "
         f"before its hello; {NOT_RSIO_HINT}\n"
+    )
+
+
+def test_a_server_without_rstreams_publishers_is_not_told_to_ask_it() -> None:
+    """The Java and JavaScript servers refuse rstreams/publishers ('no publisher named ...', the
+    same text in every binding): the hint said to run that very command; it says such a server
+    does not list its publishers. Any other unknown name still points to the listing."""
+    url = "tcp://127.0.0.1:9"
+    assert cli._channel_hint("no publisher named 'rstreams/publishers'", "rstreams/publishers", url) == (
+        " (this server does not list its publishers: only rstreams' Python servers do)"
+    )
+    assert cli._channel_hint("no publisher named 'x'", "x", url).startswith(
+        f" (the names it offers: rstreams subscribe {url} rstreams/publishers;"
     )

@@ -278,8 +278,11 @@ async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
 def _channel_hint(message: str, name: str, url: str) -> str:
     """How to open ``name`` when the server refused the subscribe because ``name`` is a channel
     (PROTOCOL.md §21.3): no command of rstreams opens one, the Python API does; for any other
-    unknown name, where the server lists the names it has."""
+    unknown name, where the server lists the names it has, unless that list is the name refused
+    (only rstreams' Python servers serve it)."""
     if "is a channel: open it as one" not in message:
+        if message.startswith("no publisher named 'rstreams/publishers'"):  # a Java or JavaScript server
+            return " (this server does not list its publishers: only rstreams' Python servers do)"
         if message.startswith("no publisher named "):  # where the names are, on an rstreams server
             # a replay log server's names are decided by a function: its listing says "more", its logs
             # are in rstreams/logs (docs/replay.md)
