@@ -212,7 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="measured rounds (default 3)")
     parser.add_argument("--warmup", type=int, default=1, help="discarded rounds first (default 1)")
     parser.add_argument("--no-peers", action="store_true", help="run only what needs no peers venv")
-    parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument(
+        "--no-plots",
+        action="store_true",
+        help="write the tables and README, not the PNG plots (made with matplotlib)",
+    )
     parser.add_argument(
         "--cpu", type=int, default=1, help="CPU for the client/in-process side; -1: no pinning"
     )
@@ -224,6 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [s for s in args.scenarios if s not in SCENARIOS]
     if unknown:
         parser.error(f"unknown scenario(s) {unknown}; choose from {names}")
+    if args.repeats < 1:
+        parser.error(f"--repeats needs an integer >= 1 (the rounds measured), got {args.repeats}")
+    if args.warmup < 0:
+        parser.error(f"--warmup needs an integer >= 0, got {args.warmup}")
     chosen = args.scenarios or names
     out = args.out or (RESULTS / "quick" if args.quick else RESULTS)
     if args.quick:
