@@ -116,3 +116,23 @@ def test_a_server_without_rstreams_publishers_is_not_told_to_ask_it() -> None:
     assert cli._channel_hint("no publisher named 'x'", "x", url).startswith(
         f" (the names it offers: rstreams subscribe {url} rstreams/publishers;"
     )
+
+
+@pytest.mark.timeout(30)
+def test_demo_names_every_missing_extra_at_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain install: the demo named the websockets extra, then on the next run the spark one,
+    saying only 'pyarrow is missing' with pyspark missing too. One line names both, and one pip
+    command installs them."""
+    monkeypatch.setattr(cli, "_importable", lambda name: name in ("pandas", "msgpack"))
+    assert main(["demo"]) == 2
+    assert capsys.readouterr().err == (
+        "rstreams demo: the Spark job needs the spark extra (pyspark, pyarrow missing); the live page "
+        "needs the websockets extra: pip install 'rstreams[spark,websockets]' (or --no-web)\n"
+    )
+    assert main(["demo", "--no-web"]) == 2
+    assert capsys.readouterr().err == (
+        "rstreams demo: the Spark job needs the spark extra (pyspark, pyarrow missing): "
+        "pip install 'rstreams[spark]'\n"
+    )

@@ -97,13 +97,35 @@ def _importable(name: str) -> bool:
         return False
 
 
+_SPARK_EXTRA = ("pyspark", "pyarrow", "pandas", "msgpack")
+"""The packages of the ``spark`` extra (pyproject.toml), which the demo's Spark job imports."""
+
+
+def _demo_missing(no_web: bool) -> str | None:
+    """Every extra ``rstreams demo`` needs and does not find, named at once with the one ``pip
+    install`` that adds them all; ``None`` when none is missing."""
+    needs, extras = [], []
+    absent = [name for name in _SPARK_EXTRA if not _importable(name)]
+    if absent:
+        needs.append(f"the Spark job needs the spark extra ({', '.join(absent)} missing)")
+        extras.append("spark")
+    page = not no_web and not _importable("websockets")
+    if page:
+        needs.append("the live page needs the websockets extra")
+        extras.append("websockets")
+    if not needs:
+        return None
+    web = " (or --no-web)" if page else ""
+    return f"{'; '.join(needs)}: pip install 'rstreams[{','.join(extras)}]'{web}"
+
+
 def _demo(args: argparse.Namespace) -> int:
     problem = _demo_problem(args)
     if problem is not None:
         return fail("demo", problem)
-    if not args.no_web and not _importable("websockets"):  # before Spark starts, not after
-        page = "the live page needs the websockets extra: pip install 'rstreams[websockets]'"
-        return fail("demo", f"{page} (or --no-web)")
+    missing = _demo_missing(args.no_web)
+    if missing is not None:  # before Spark starts, not after
+        return fail("demo", missing)
     try:
         from rstreams.spark import JavaMissingError, check_java
     except ImportError as error:
