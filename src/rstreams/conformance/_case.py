@@ -93,7 +93,7 @@ AREAS: dict[str, str] = {
     "lm": "limits",
     "rs": "session resumption (extension 3)",
     "rv": "server as subscriber",
-    "ex": "extensions (keepalive, auth, messages, channels)",
+    "ex": "extensions (keepalive, auth, content-types, metadata, error-codes, messages, channels)",
 }
 
 CASES: list[Case] = []
