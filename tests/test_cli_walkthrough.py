@@ -136,3 +136,15 @@ def test_demo_names_every_missing_extra_at_once(
         "rstreams demo: the Spark job needs the spark extra (pyspark, pyarrow missing): "
         "pip install 'rstreams[spark]'\n"
     )
+
+
+@pytest.mark.timeout(60)
+def test_a_name_past_max_name_length_is_shown_cut(capsys: pytest.CaptureFixture[str]) -> None:
+    """A 5,000-character name, refused by the server's max_name_length: the line echoed all of it;
+    it shows the first 60 characters and the length."""
+    with served({"x": just(b"x")}) as url:
+        assert main(["subscribe", url, "a" * 5000]) == 1
+    assert capsys.readouterr().err == (
+        f"rstreams subscribe: publisher '{'a' * 60}'… (5000 characters) on {url} failed: refused: "
+        "publisher name longer than max_name_length=1024 bytes (PROTOCOL.md §11)\n"
+    )

@@ -28,6 +28,7 @@ __all__ = [
     "no_hello_hint",
     "server_names",
     "server_tls",
+    "shown_name",
     "token_check",
 ]
 
@@ -82,6 +83,19 @@ def cannot_serve(url: str, bad: BaseException) -> str:
             return f"{said} (remove the file if no server listens on it, or choose another path)"
         return f"{said} (another server listens there: stop it, or choose another port; port 0: any free one)"
     return said
+
+
+SHOWN_CHARACTERS = 60
+"""How many characters of a long name a command's message shows (:func:`shown_name`)."""
+
+
+def shown_name(name: str) -> str:
+    """``name`` as a command's message shows it: quoted, and cut after :data:`SHOWN_CHARACTERS`
+    characters with its length said, so that a name of thousands of characters (one past the
+    server's max_name_length, say) does not fill the terminal."""
+    if len(name) <= SHOWN_CHARACTERS:
+        return repr(name)
+    return f"{name[:SHOWN_CHARACTERS]!r}… ({len(name)} characters)"
 
 
 def no_hello_hint(conn: Connection) -> str:

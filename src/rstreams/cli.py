@@ -45,6 +45,7 @@ from rstreams._cli_common import (
     no_hello_hint,
     server_names,
     server_tls,
+    shown_name,
     token_check,
 )
 from rstreams.errors import ReactiveStreamsError
@@ -314,8 +315,8 @@ def _channel_hint(message: str, name: str, url: str) -> str:
             )
         return ""
     return (
-        f" (rstreams subscribe opens no channels; in Python: conn.channel({name!r}, input_publisher), "
-        "README.md, 'Channels: a stream in, a stream out')"
+        f" (rstreams subscribe opens no channels; in Python: conn.channel({shown_name(name)}, "
+        "input_publisher), README.md, 'Channels: a stream in, a stream out')"
     )
 
 
@@ -380,7 +381,7 @@ def _subscribe(args: argparse.Namespace) -> int:
             await _print_elements(conn, args)
         except RemoteStreamError as failed:
             said = f"{failed.message}{_channel_hint(failed.message, args.name, args.url)}"
-            return fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {said}", 1)
+            return fail("subscribe", f"publisher {shown_name(args.name)} on {args.url} failed: {said}", 1)
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth;
             # a protocol violation; a silent server (said as every command says them)
@@ -394,9 +395,8 @@ def _subscribe(args: argparse.Namespace) -> int:
         except _ElementError as bad:
             return fail("subscribe", str(bad), 1)
         except ReactiveStreamsError as failed:  # e.g. the server broke the protocol
-            return fail(
-                "subscribe", f"{args.name!r} on {args.url} failed: {type(failed).__name__}: {failed}", 1
-            )
+            said = f"{type(failed).__name__}: {failed}"
+            return fail("subscribe", f"{shown_name(args.name)} on {args.url} failed: {said}", 1)
         finally:
             await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
