@@ -346,12 +346,12 @@ class _UploadSubscriber(_Stager):
         name, token = str(fields["log"]), str(fields["token"])
         self._staging = self._stagings.get(name)
         self._token = token
-        if self._staging is None:
-            self._fail(None, f"no sink log named {name!r} (uploads go to sink logs)")
-            return
-        if self._allowed is not None and not self._allowed(name):
+        if self._staging is None or (self._allowed is not None and not self._allowed(name)):
+            # No sink log named so, or not one this client may upload to: the upload is only
+            # cancelled, as no request waits on it here; the client's own NAME?staged=T is
+            # refused by its route with the reason (PROTOCOL.md §21.8).
             self._staging = None
-            self._fail(None, f"unauthorized: uploads to sink log {name!r}")
+            self._fail(None, "")
             return
         self._future = self._staging.future(token)
         try:
