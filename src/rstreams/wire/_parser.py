@@ -116,6 +116,10 @@ _ON_NEXT_PACKED = int(FrameType.ON_NEXT_PACKED)
 _ON_NEXT_PART = int(FrameType.ON_NEXT_PART)
 _ON_SUBSCRIBE = int(FrameType.ON_SUBSCRIBE)
 _REQUEST = int(FrameType.REQUEST)
+_REQUESTS_OF_ONE = tuple(Request(subscriber=sid, demand=1) for sid in range(0x80))
+"""``request(1)`` on each subscriber id below 128, parsed once: frames are frozen values, so a
+read of one of these hands out the same object each time (what building it cost was a good part
+of the serving side's work for one element at a time)."""
 _SERVER_HELLO = int(FrameType.SERVER_HELLO)
 _SUBSCRIBE = int(FrameType.SUBSCRIBE)
 _BYTE = [bytes((i,)) for i in range(256)]
@@ -319,12 +323,17 @@ class FrameParser:
             # reads one on each side), or one answer: the frames the parse loop makes, without the
             # loop (an onNext under a max_element_size below 128 is left to its general path).
             # Other short reads cost an indexing here. (No frames yet: data is all that was fed.)
-            if total == 3 and not frames and data[0] == _REQUEST and data[1] < 0x80 and data[2] < 0x80:
-                request = _new(Request)  # read from data itself: nothing to copy
-                _set_requester(request, data[1])
-                _set_requested(request, data[2])
-                frames.append(request)
-                return frames
+            if total == 3 and not frames:
+                kind, sid, n = data  # (one pass over the view: indexing it costs a call a byte)
+                if kind == _REQUEST and sid < 0x80 and n < 0x80:
+                    if n == 1:  # one more element: the frame of one element at a time, made once
+                        frames.append(_REQUESTS_OF_ONE[sid])
+                        return frames
+                    request = _new(Request)  # read from data itself: nothing to copy
+                    _set_requester(request, sid)
+                    _set_requested(request, n)
+                    frames.append(request)
+                    return frames
             # (a read's memoryview copied by its own method: bytes(view) costs three times as much)
             chunk = data.tobytes() if type(data) is memoryview else bytes(data)  # bytes: itself
             if 3 <= total <= _ONE_MAX and not frames:
@@ -555,10 +564,13 @@ class FrameParser:
                 kind = data[pos]
                 if kind != _ON_NEXT:
                     if kind == _REQUEST and pos + 2 < n and data[pos + 1] < 0x80 and data[pos + 2] < 0x80:
-                        request = new(Request)  # _request's common case, inlined: one element at a time
-                        _set_requester(request, data[pos + 1])
-                        _set_requested(request, data[pos + 2])
-                        append(request)
+                        if data[pos + 2] == 1:  # _request's common case, inlined: one element at a time
+                            append(_REQUESTS_OF_ONE[data[pos + 1]])
+                        else:
+                            request = new(Request)
+                            _set_requester(request, data[pos + 1])
+                            _set_requested(request, data[pos + 2])
+                            append(request)
                         pos += 3
                         continue
                     if kind == _ON_SUBSCRIBE:
