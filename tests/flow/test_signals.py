@@ -76,6 +76,44 @@ def test_sources_report_a_raising_subscriber(make: Any, reported: list[tuple[Bas
     assert reported[0][1].endswith(".on_subscribe")
 
 
+class _RaisingOnNext(Subscriber[Any]):
+    def on_subscribe(self, subscription: Subscription) -> None:
+        subscription.request(10)
+
+    def on_next(self, item: Any) -> None:
+        raise RuntimeError("on_next broke")
+
+    def on_error(self, error: BaseException) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "operator",
+    [
+        lambda f: f.map(str),
+        lambda f: f.filter(bool),
+        lambda f: f.take(5),
+        lambda f: f.tap(print),
+        lambda f: f.map(str).filter(bool).take(5),
+    ],
+    ids=["map", "filter", "take", "tap", "chain"],
+)
+@pytest.mark.parametrize(
+    "source",
+    [lambda: rstreams.range(1, 3), lambda: rstreams.from_iterable(iter([1, 2]))],
+    ids=["range", "iter"],
+)
+def test_a_raise_behind_operators_names_the_users_subscriber(
+    operator: Any, source: Any, reported: list[tuple[BaseException, str]]
+) -> None:
+    """Rule 2.13's report names the Subscriber that raised, not the operator it came through."""
+    operator(source()).subscribe(_RaisingOnNext())
+    assert [where for _, where in reported] == ["_RaisingOnNext.on_next"]
+
+
 def test_no_flow_module_reaches_into_asyncio_internals() -> None:
     """Only the public asyncio API: no ``asyncio._get_running_loop`` and friends."""
     offenders = [

@@ -140,3 +140,29 @@ def test_passes_the_publisher_tck(name: str) -> None:
     )
     assert report.ok, str(report)
     assert patience.result(build(rstreams.range(0, 3)).collect()) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("where", ["on_subscribe", "on_next"])
+def test_a_downstream_that_raises_has_cancelled_and_on_cancel_runs_once(where: str) -> None:
+    """Rule 2.13: the raise counts as the downstream's cancel, so the hook runs (once); the
+    source cancels the upstream and reports the raise."""
+    calls: list[str] = []
+
+    class Raising(RecordingSubscriber[int]):
+        def on_subscribe(self, subscription: Any) -> None:
+            super().on_subscribe(subscription)
+            subscription.request(5)
+            if where == "on_subscribe":
+                raise RuntimeError("broke")
+
+        def on_next(self, item: int) -> None:
+            super().on_next(item)
+            raise RuntimeError("broke")
+
+    reported: list[str] = []
+    previous = set_unhandled_error_hook(lambda error, context: reported.append(context))
+    try:
+        rstreams.range(0, 3).do_on_cancel(lambda: calls.append("cancel")).subscribe(Raising())
+    finally:
+        set_unhandled_error_hook(previous)
+    assert calls == ["cancel"] and reported == [f"Raising.{where}"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -111,3 +112,31 @@ async def test_a_raising_request_fails_only_its_stream(
     contexts = [context for _, context in unhandled]
     assert "_Raising.request" in contexts
     assert ("_Raising.cancel" in contexts) is cancel_raises
+
+
+async def test_a_raising_subscriber_behind_an_operator_is_reported_by_its_own_name(
+    unhandled: list[tuple[BaseException, str]],
+) -> None:
+    """Rule 2.13 over the network: the report names the user's Subscriber behind ``map``, not the
+    operator's inner one the remote subscription delivers to."""
+    raised = asyncio.get_running_loop().create_future()
+
+    class Broken(Subscriber[str]):
+        def on_subscribe(self, subscription: Subscription) -> None:
+            subscription.request(5)
+
+        def on_next(self, item: str) -> None:
+            raised.set_result(None)
+            raise RuntimeError("broke")
+
+        def on_error(self, error: BaseException) -> None:
+            pass
+
+        def on_complete(self) -> None:
+            pass
+
+    offer = {"good": CountingSource(limit=3)}
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        conn.publisher("good").map(str).subscribe(Broken())
+        await within(raised)
+    assert [context for _, context in unhandled] == ["Broken.on_next"]

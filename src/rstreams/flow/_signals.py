@@ -34,6 +34,7 @@ __all__ = [
     "report_broken",
     "signal_subscribe",
     "signal_terminal",
+    "subscriber_name",
 ]
 
 T = TypeVar("T")
@@ -55,9 +56,32 @@ def next_many(subscriber: Subscriber[Any]) -> NextMany | None:
     return many if callable(many) else None
 
 
+def subscriber_name(subscriber: object) -> str:
+    """The class name of the Subscriber a raise from ``subscriber`` came from: behind an operator's
+    inner subscriber (``map``, ``filter``, ``take``, ``tap``, ... which pass signals on without
+    guarding them), the first one downstream that is not such an operator (the user's)."""
+    return type(_behind_operators(subscriber)).__name__
+
+
+def _behind_operators(subscriber: object) -> object:
+    for _ in range(1000):  # bounded: a chain is never that long, a cycle would be a bug
+        if not type(subscriber).__module__.startswith("rstreams.flow."):
+            break
+        downstream = getattr(subscriber, "downstream", None)
+        if downstream is None:
+            break
+        subscriber = downstream
+    return subscriber
+
+
 def report_broken(error: BaseException, subscriber: Subscriber[Any], method: str) -> None:
-    """Report that ``subscriber.method`` raised (rule 2.13); the caller treats it as cancelled."""
-    report_unhandled(error, f"{type(subscriber).__name__}.{method}")
+    """Report that ``subscriber.method`` raised (rule 2.13); the caller treats it as cancelled.
+    Named is the user's Subscriber behind any operators (whose batch signal became its
+    ``on_next`` calls)."""
+    user = _behind_operators(subscriber)
+    if method == "on_next_many" and not callable(getattr(user, "on_next_many", None)):
+        method = "on_next"
+    report_unhandled(error, f"{type(user).__name__}.{method}")
 
 
 def signal_subscribe(subscriber: Subscriber[T], subscription: Subscription) -> bool:

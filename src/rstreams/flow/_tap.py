@@ -12,6 +12,10 @@ on the thread that carries it. A hook that raises (rule 2.13):
 * ``on_complete``: the downstream gets the hook's error instead of ``on_complete``.
 * ``on_cancel``: the upstream is still cancelled; the error goes to the unhandled-error
   hook (:func:`rstreams.set_unhandled_error_hook`), since nobody listens any more.
+
+A downstream whose ``on_subscribe`` or ``on_next`` raises has cancelled (rule 2.13):
+``on_cancel`` runs, and the raise goes on to the source, which cancels the upstream and
+reports it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from rstreams.api import Publisher, Subscriber
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_callable
 from rstreams.flow._signals import NONE_ITEM
@@ -81,6 +85,13 @@ class _TapSubscriber(OperatorSubscriber[T, T]):
         super().__init__(downstream)
         self.hooks = hooks
 
+    def on_subscribe(self, subscription: Subscription) -> None:
+        try:
+            super().on_subscribe(subscription)
+        except Exception:
+            self._broken()
+            raise
+
     def on_next(self, item: T) -> None:
         if item is None:
             raise TypeError(NONE_ITEM)
@@ -93,7 +104,24 @@ class _TapSubscriber(OperatorSubscriber[T, T]):
             except Exception as error:
                 self.fail(error)
                 return
-        self.downstream.on_next(item)
+        try:
+            self.downstream.on_next(item)
+        except Exception:
+            self._broken()
+            raise
+
+    def _broken(self) -> None:
+        """The downstream raised (rule 2.13): the source that gets the raise treats the
+        Subscriber as cancelled, so this is the downstream's cancel, and ``on_cancel`` runs."""
+        if self.done:
+            return  # it had cancelled (or the stream had ended) before it raised
+        self.done = True
+        hook = self.hooks.on_cancel
+        if hook is not None:
+            try:
+                hook()
+            except Exception as error:
+                report_unhandled(error, "do_on_cancel: the hook raised")
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)

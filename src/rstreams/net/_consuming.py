@@ -34,6 +34,7 @@ from rstreams.api import Subscriber, Subscription
 from rstreams.errors import LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.flow._element import NoSuchElementError
 from rstreams.flow._flow import Flow
+from rstreams.flow._signals import subscriber_name
 from rstreams.net._codec import Codec, ContentTypeError, codec_for, decode_failed, identity, split_packed
 from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import RemoteStreamError, remote_error
@@ -371,7 +372,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         """Rule 2.13: a Subscriber that raised is considered to have cancelled."""
         subscriber = self.subscriber
         self.cancel()
-        report_unhandled(error, f"{type(subscriber).__name__}.{method}")
+        report_unhandled(error, f"{subscriber_name(subscriber)}.{method}")  # the user's, behind operators
 
 
 class ScalarSubscriber(Subscriber[Any]):
