@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import threading
 from typing import Any
 
@@ -11,7 +13,12 @@ from reactivex import operators as ops
 from reactivex.subject import Subject
 
 import rstreams
-from rstreams.errors import NoneElementError, OverflowStrategyError, set_unhandled_error_hook
+from rstreams.errors import (
+    MissingExtraError,
+    NoneElementError,
+    OverflowStrategyError,
+    set_unhandled_error_hook,
+)
 from rstreams.flow._public import PushSource, from_observable
 from rstreams.flow._push import OverflowStrategy
 from rstreams.flow._rx import _ObserverSubscriber, to_observable
@@ -184,3 +191,15 @@ def test_observer_subscriber_passes_the_tck(window: int | None) -> None:
     """The TCK's blackbox Subscriber verification passes for to_observable's subscriber."""
     report = verify_subscriber_blackbox(lambda: _ObserverSubscriber(Subject(), window))
     assert report.ok, str(report)
+
+
+def test_without_reactivex_both_ways_are_a_missing_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """from_observable and to_observable without reactivex: MissingExtraError (an ImportError, as
+    for the other extras) quoting the install command."""
+    monkeypatch.setitem(sys.modules, "reactivex", None)  # import fails: not installed
+    install = re.escape("pip install 'rstreams[reactivex]'")
+    with pytest.raises(MissingExtraError, match=install) as caught:
+        from_observable(Subject())
+    assert issubclass(MissingExtraError, ImportError) and caught.value.name == "reactivex"
+    with pytest.raises(MissingExtraError, match=install):
+        to_observable(rstreams.just(1))

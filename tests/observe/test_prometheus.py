@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import re
 import socket
+import sys
 import urllib.error
 import urllib.request
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 import rstreams
+from rstreams.errors import MissingExtraError
 from rstreams.net import connect, serve
 from rstreams.observe import MetricsExpositionError
 from rstreams.observe._prometheus import parse_address
@@ -77,6 +80,15 @@ async def test_bad_addresses_are_refused_by_name() -> None:
     assert parse_address("[::1]:9464") == ("::1", 9464)
     with pytest.raises(ValueError, match="metrics must be 'host:port'"):
         await serve("tcp://127.0.0.1:0", {}, metrics="nowhere")
+
+
+async def test_metrics_without_prometheus_client_is_a_missing_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``metrics='host:port'`` without prometheus_client: MissingExtraError (an ImportError, as for
+    the other extras) quoting the install command; the server is closed again."""
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # import fails: not installed
+    with pytest.raises(MissingExtraError, match=re.escape("pip install 'rstreams[metrics]'")) as caught:
+        await serve("tcp://127.0.0.1:0", {}, metrics="127.0.0.1:0")
+    assert issubclass(MissingExtraError, ImportError) and caught.value.name == "prometheus_client"
 
 
 async def test_a_taken_metrics_port_raises_its_own_error_and_closes_the_server() -> None:

@@ -250,7 +250,7 @@ def from_observable(
     Observable subscription. Needs reactivex (``pip install rstreams[reactivex]``).
 
     Raises:
-        ImportError: reactivex is not installed.
+        MissingExtraError: reactivex is not installed (an ``ImportError``).
         TypeError: ``observable`` has no ``subscribe``, or ``overflow`` is neither an
             :class:`OverflowStrategy` nor a string.
         ValueError: ``overflow`` is a string that names no strategy, or ``capacity`` does not

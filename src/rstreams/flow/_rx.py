@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import NoneElementError, report_unhandled
+from rstreams.errors import MissingExtraError, NoneElementError, report_unhandled
 from rstreams.flow._push import OverflowStrategy, PushHub, from_push
 from rstreams.flow._sinks import check_publisher, check_window
 from rstreams.rules import check_error
@@ -38,12 +38,17 @@ T = TypeVar("T")
 
 
 def _import_reactivex() -> Any:
+    """The reactivex module (the reactivex extra), or a :class:`MissingExtraError` naming it."""
     try:
         import reactivex
-    except ImportError as error:
-        raise ImportError(
-            "the reactivex interop needs the reactivex package: pip install rstreams[reactivex]"
-        ) from error
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").partition(".")[0] != "reactivex":
+            raise  # a broken installation, not a missing extra
+        raise MissingExtraError(
+            "the reactivex interop (from_observable, to_observable) needs the reactivex extra: "
+            "pip install 'rstreams[reactivex]'",
+            name=missing.name,
+        ) from missing
     return reactivex
 
 
@@ -127,7 +132,7 @@ def to_observable(publisher: Publisher[T], *, window: int | None = None) -> reac
     ``scheduler`` given to ``subscribe`` is not used. Disposing cancels the subscription.
 
     Raises:
-        ImportError: reactivex is not installed.
+        MissingExtraError: reactivex is not installed (an ``ImportError``).
         TypeError: ``publisher`` has no ``subscribe``.
         ValueError: ``window`` is not an int > 0 (rule 3.9: a request must be > 0).
     """

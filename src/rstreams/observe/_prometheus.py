@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+from rstreams.errors import MissingExtraError
 from rstreams.observe._errors import MetricsExpositionError
 from rstreams.observe._families import families as metric_families
 from rstreams.observe._families import snapshot_on_loop
@@ -65,15 +66,17 @@ class Exposition:
     """``/metrics`` over HTTP at ``host:port`` for one server (a ``prometheus_client`` thread).
 
     Raises:
-        ImportError: ``prometheus_client`` is not installed.
+        MissingExtraError: ``prometheus_client`` is not installed (an ``ImportError``).
         MetricsExpositionError: ``host:port`` cannot be bound (taken, or not this machine's).
     """
 
     def __init__(self, metrics: ServerMetrics, host: str, port: int, loop: asyncio.AbstractEventLoop) -> None:
         try:
             from prometheus_client import CollectorRegistry, start_http_server
-        except ImportError as error:
-            raise ImportError(_INSTALL_HINT) from error
+        except ModuleNotFoundError as missing:
+            if (missing.name or "").partition(".")[0] != "prometheus_client":
+                raise  # a broken installation, not a missing extra
+            raise MissingExtraError(_INSTALL_HINT, name=missing.name) from missing
         registry = CollectorRegistry(auto_describe=False)
         registry.register(Collector(metrics, loop))
         try:
