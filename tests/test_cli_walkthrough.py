@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 from rstreams import cli, just
+from rstreams._cli_observe import HTTPS_HINT
 from rstreams.cli import main
 from rstreams.net import serve
 from rstreams.net._closing import NOT_RSIO_HINT
 from testkit import patience
+from testkit.tls import MutualPki, server_context
 
 
 @contextlib.contextmanager
@@ -148,3 +150,20 @@ def test_a_name_past_max_name_length_is_shown_cut(capsys: pytest.CaptureFixture[
         f"rstreams subscribe: publisher '{'a' * 60}'… (5000 characters) on {url} failed: refused: "
         "publisher name longer than max_name_length=1024 bytes (PROTOCOL.md §11)\n"
     )
+
+
+@pytest.mark.timeout(60)
+def test_subscribe_tls_to_a_wss_server_names_wss(
+    capsys: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """tls:// towards a wss:// server that requires (and is given) a client certificate: the TLS
+    handshake succeeds, then the server waits for an HTTP request and closes, which the line
+    blamed on the certificate. The command asks the server over HTTP, and names wss://."""
+    pki = MutualPki.make(tmp_path_factory.mktemp("pki"))
+    context = server_context(pki.server, client_ca=pki.ca)
+    with served({"x": just(b"x")}, "wss://127.0.0.1:0/rs", ssl=context) as url:
+        tls = url.replace("wss://", "tls://").removesuffix("/rs")
+        certificate = ["--certfile", str(pki.alice.cert), "--keyfile", str(pki.alice.key)]
+        status = main(["subscribe", tls, "x", "--timeout", "0.5", "--cafile", str(pki.ca.cert), *certificate])
+    said = capsys.readouterr().err
+    assert (status, said) == (2, f"rstreams subscribe: {tls} said no hello; {HTTPS_HINT}\n")

@@ -209,6 +209,41 @@ def _reset_in_handshake(error: object) -> bool:
     )
 
 
+HTTPS_HINT = (
+    "the server answers HTTP over TLS there, as a WebSocket server does: its URL is "
+    "wss://host:port/path (PROTOCOL.md §1.1)"
+)
+"""What a command says of a ``tls://`` server that ended or stayed silent before its hello and
+answers an HTTP request over TLS (:func:`answers_https`)."""
+
+
+async def answers_https(url: str, context: ssl.SSLContext | None, seconds: float = 2.0) -> bool:
+    """Whether the server of the ``tls://`` ``url`` answers an HTTP request over TLS (a ``wss://``
+    server reached with ``tls://``: it waits for the WebSocket handshake's request, then closes,
+    which looks like a refused client certificate), within ``seconds``; ``False`` for another
+    scheme or on any failure. ``context``: the command's (its client certificate too)."""
+    from rstreams.net import parse_url
+
+    endpoint = parse_url(url)
+    if endpoint.scheme != "tls":
+        return False
+    try:
+        async with asyncio.timeout(seconds):
+            reader, writer = await asyncio.open_connection(
+                endpoint.host, endpoint.port, ssl=context or ssl.create_default_context()
+            )
+            try:
+                writer.write(f"GET / HTTP/1.1\r\nHost: {endpoint.host}\r\n\r\n".encode("ascii", "replace"))
+                first = await reader.readexactly(5)
+            finally:
+                writer.close()
+                with contextlib.suppress(OSError, ssl.SSLError):
+                    await writer.wait_closed()
+    except (OSError, ssl.SSLError, TimeoutError, asyncio.IncompleteReadError, ValueError):
+        return False
+    return first == b"HTTP/"
+
+
 def _offered_hint(message: str, name: str) -> str:
     """What a server without ``name`` is (``ping`` and ``top`` read publishers of rstreams' own)."""
     if f"no publisher named '{name}" in message:  # top's name carries ?interval=S

@@ -340,7 +340,15 @@ class _ElementError(ReactiveStreamsError):
 
 
 def _subscribe(args: argparse.Namespace) -> int:
-    from rstreams._cli_observe import CLOSE_TIMEOUT, access_hint, client_tls, connection_ended, run_command
+    from rstreams._cli_observe import (
+        CLOSE_TIMEOUT,
+        HTTPS_HINT,
+        access_hint,
+        answers_https,
+        client_tls,
+        connection_ended,
+        run_command,
+    )
     from rstreams.errors import (
         ConnectionBrokenError,
         HandshakeTimeoutError,
@@ -370,8 +378,12 @@ def _subscribe(args: argparse.Namespace) -> int:
                 keepalive=_keepalive(args.timeout),
             )
         except HandshakeTimeoutError as silent:  # a tls://, ws:// or wss:// opening that took that long
+            if await answers_https(args.url, context):  # a wss:// server
+                return fail("subscribe", f"{args.url} said no hello; {HTTPS_HINT}")
             return fail("subscribe", connection_ended(args.url, silent))
         except ConnectionBrokenError as broken:  # its cause alone, unless it says more than that
+            if await answers_https(args.url, context):  # a wss:// server, which closed before its hello
+                return fail("subscribe", f"{args.url} said no hello; {HTTPS_HINT}")
             cause = broken.__cause__
             why = cause if cause is not None and str(broken).endswith(f": {cause}") else broken
             return fail("subscribe", f"cannot connect to {args.url}: {why}{access_hint(why, args.certfile)}")
@@ -385,6 +397,8 @@ def _subscribe(args: argparse.Namespace) -> int:
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth;
             # a protocol violation; a silent server (said as every command says them)
+            if not conn.hello_received and await answers_https(args.url, context):  # a wss:// server
+                return fail("subscribe", f"{args.url} said no hello; {HTTPS_HINT}")
             if _IDLE_TIMEOUT in str(broken):  # our own --timeout: the server sent nothing
                 return fail(
                     "subscribe",
