@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from rstreams import cli, just
+from rstreams import _cli_logs, cli, just
 from rstreams._cli_observe import HTTPS_HINT
 from rstreams.cli import main
 from rstreams.net import serve
-from rstreams.net._closing import NOT_RSIO_HINT
+from rstreams.net._closing import NOT_RSIO_HINT, SILENT_HINT
 from testkit import patience
 from testkit.tls import MutualPki, server_context
 
@@ -167,3 +169,23 @@ def test_subscribe_tls_to_a_wss_server_names_wss(
         status = main(["subscribe", tls, "x", "--timeout", "0.5", "--cafile", str(pki.ca.cert), *certificate])
     said = capsys.readouterr().err
     assert (status, said) == (2, f"rstreams subscribe: {tls} said no hello; {HTTPS_HINT}\n")
+
+
+@pytest.mark.timeout(60)
+def test_publish_to_a_silent_server_says_not_even_its_hello(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that accepts and never writes, within a --timeout shorter than the handshake
+    timeout: publish said only that it did not answer; it adds, as the other commands do, that
+    not even the hello came and what such an endpoint may be (one more connection asks)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+    monkeypatch.setattr(_cli_logs, "HELLO_PROBE_SECONDS", 0.2)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        assert main(["publish", url, "results", "--timeout", "0.5"]) == 2
+    assert capsys.readouterr().err == (
+        f"rstreams publish: {url} did not answer within 0.5 s (--timeout), not even its hello; "
+        f"{SILENT_HINT}\n"
+    )

@@ -368,7 +368,8 @@ def publish(args: argparse.Namespace) -> int:
         )
         return fail("publish", f"{bad}{hint}")
     except TimeoutError:
-        return fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
+        silent = _silent_hint(args.url, access)
+        return fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout){silent}")
     except ImportError as missing:  # ws:// or wss:// without the websockets extra
         return fail("publish", f"cannot connect to {args.url}: {missing}{missing_extra(missing)}")
     except (ReactiveStreamsError, OSError) as broken:  # a handshake timeout (not retried), say
@@ -384,6 +385,40 @@ def publish(args: argparse.Namespace) -> int:
         return 0
     print(f"published {published} of {count} lines on {args.name!r}", file=sys.stderr)
     return 0
+
+
+HELLO_PROBE_SECONDS = 1.0
+"""How long ``publish`` waits for the hello of a server that did not answer within ``--timeout``
+(:func:`_silent_hint`)."""
+
+
+def _silent_hint(url: str, access: Any) -> str:
+    """The hint the other commands give a server silent past their timeout when it has not even
+    said hello (:func:`rstreams._cli_common.no_hello_hint`): publish's upload does not say whether
+    the hello came, so one more connection asks, for :data:`HELLO_PROBE_SECONDS`; ``""`` when the
+    server says hello then, or the probe fails otherwise."""
+    import asyncio
+
+    from rstreams.net import connect
+    from rstreams.net._closing import SILENT_HINT
+
+    async def hello_came() -> bool:
+        conn = await connect(
+            url, ssl=access.ssl_context(url), auth=access.auth, handshake_timeout=HELLO_PROBE_SECONDS
+        )
+        try:
+            with contextlib.suppress(ReactiveStreamsError, TimeoutError):  # the hello is what counts
+                async with asyncio.timeout(HELLO_PROBE_SECONDS):
+                    await conn.request("rstreams/health")
+            return conn.hello_received
+        finally:
+            await conn.aclose(timeout=HELLO_PROBE_SECONDS)
+
+    try:
+        came = asyncio.run(hello_came())
+    except Exception:  # the probe could not connect: the line says no better then
+        return ""
+    return "" if came else f", not even its hello; {SILENT_HINT}"
 
 
 def _owner_problem(writer: str | None, batch: int | None) -> str | None:
