@@ -11,7 +11,7 @@ import pytest
 
 import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import LocalProtocolError, ResourceClosedError
+from rstreams.errors import LocalProtocolError, ResourceClosedError, set_unhandled_error_hook
 from rstreams.net import JSON, ChannelInputError, Connection, RemoteStreamError, connect, serve
 from rstreams.wire import (
     ConnectionClosed,
@@ -381,3 +381,29 @@ async def test_input_for_a_channel_that_ended_is_dropped_quietly() -> None:
         )
         assert (await peer.read_until(OnNext)).element == b"1"
         peer.close()
+
+
+async def test_a_raising_input_subscriber_behind_an_operator_is_reported_by_its_own_name() -> None:
+    reported: list[str] = []
+    arrived = asyncio.Event()
+
+    class Raising(Probe):
+        def on_next(self, item: Any) -> None:
+            raise RuntimeError("on_next broke")
+
+    def hold(source: Publisher[bytes], params: dict[str, str]) -> Publisher[bytes]:
+        rstreams.from_publisher(source).map(bytes.upper).subscribe(Raising(initial=1))
+        return Never()
+
+    def report(error: BaseException, where: str) -> None:
+        reported.append(where)
+        arrived.set()
+
+    previous = set_unhandled_error_hook(report)
+    try:
+        async with client(channels={"hold": hold}) as conn:
+            conn.channel("hold", rstreams.just(b"a")).subscribe(Probe())
+            await within(arrived.wait())
+    finally:
+        set_unhandled_error_hook(previous)
+    assert reported == ["Raising.on_next (a channel's input)"]

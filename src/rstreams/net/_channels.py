@@ -43,6 +43,7 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import LocalProtocolError, ReactiveStreamsError, ResourceClosedError, report_unhandled
 from rstreams.flow._flow import Flow
+from rstreams.flow._signals import subscriber_name
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.net._outbox import WRITE_LIMIT, Outbox
@@ -536,7 +537,7 @@ class ChannelInput(Publisher[Any]):
             try:
                 subscriber.on_next(element)
             except Exception as error:  # rule 2.13: the Subscriber broke; cancel its input
-                report_unhandled(error, f"{type(subscriber).__name__}.on_next (a channel's input)")
+                report_unhandled(error, f"{subscriber_name(subscriber)}.on_next (a channel's input)")
                 self.cancel()
             return
         if parts.input_unfinished(self.sid):
@@ -557,7 +558,7 @@ class ChannelInput(Publisher[Any]):
             try:
                 subscriber.on_error(error)
             except Exception as broken:
-                report_unhandled(broken, f"{type(subscriber).__name__}.on_error (a channel's input)")
+                report_unhandled(broken, f"{subscriber_name(subscriber)}.on_error (a channel's input)")
 
     def _deliver_end(self) -> None:
         subscriber, self._subscriber = self._subscriber, None
@@ -570,7 +571,7 @@ class ChannelInput(Publisher[Any]):
             elif isinstance(ended, BaseException):
                 subscriber.on_error(ended)
         except Exception as error:
-            report_unhandled(error, f"{type(subscriber).__name__} (a channel's input)")
+            report_unhandled(error, f"{subscriber_name(subscriber)} (a channel's input)")
 
     def output_ended(self) -> None:
         """The channel's output ended (any way): the input ends with it (§21.5)."""
