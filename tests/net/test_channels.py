@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import LocalProtocolError, ResourceClosedError, set_unhandled_error_hook
-from rstreams.net import JSON, ChannelInputError, Connection, RemoteStreamError, connect, serve
+from rstreams.net import JSON, ChannelInputError, Connection, DecodeError, RemoteStreamError, connect, serve
 from rstreams.wire import (
     ConnectionClosed,
     ExtensionMessage,
@@ -381,6 +382,22 @@ async def test_input_for_a_channel_that_ended_is_dropped_quietly() -> None:
         )
         assert (await peer.read_until(OnNext)).element == b"1"
         peer.close()
+
+
+async def test_an_input_element_the_codec_cannot_decode_ends_the_input_with_decode_error() -> None:
+    """Bad input bytes are the opener's fault, not the factory's: the input is cancelled and its
+    Subscriber gets DecodeError naming the channel, the decoder's error as its cause (§17)."""
+    seen: list[BaseException] = []
+
+    def watch(source: Publisher[Any], params: dict[str, str]) -> Publisher[Any]:
+        return rstreams.from_publisher(source).do_on_error(seen.append)
+
+    async with client(codec=JSON, channels={"watch": watch}) as conn:
+        with pytest.raises(RemoteStreamError, match="DecodeError"):
+            await within(conn.channel("watch", rstreams.just(b"{not json")).collect())
+    assert isinstance(seen[0], DecodeError) and seen[0].publisher == "watch"
+    assert "'watch'" in str(seen[0]) and "JSON" in str(seen[0])
+    assert isinstance(seen[0].__cause__, json.JSONDecodeError)
 
 
 async def test_a_raising_input_subscriber_behind_an_operator_is_reported_by_its_own_name() -> None:

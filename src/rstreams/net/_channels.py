@@ -44,7 +44,7 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import LocalProtocolError, ReactiveStreamsError, ResourceClosedError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.flow._signals import subscriber_name
-from rstreams.net._codec import Codec
+from rstreams.net._codec import Codec, decode_failed
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.net._outbox import WRITE_LIMIT, Outbox
 from rstreams.net._routes import NameTable, failed_message, malformed_message
@@ -192,7 +192,7 @@ class Channels:
             serving.refuse(sid, malformed_message(name, fault, "channel"), ErrorCode.APPLICATION, name)
             return
         codec = self._codec
-        channel_input = ChannelInput(self, sid, codec.decode if codec is not None else None)
+        channel_input = ChannelInput(self, sid, codec.decode if codec is not None else None, name)
         self.inputs[sid] = channel_input
         try:
             output = factory(channel_input, params)
@@ -440,14 +440,19 @@ class ChannelInput(Publisher[Any]):
     """The opener's input stream, as the channel factory receives it: subscribable once.
 
     Its Subscriber's ``request(n)`` becomes ``inputRequest`` (coalesced per loop turn), its
-    ``cancel`` ``inputCancel``; ``inputNext`` calls ``on_next`` inside the read.
+    ``cancel`` ``inputCancel``; ``inputNext`` calls ``on_next`` inside the read. An element the
+    server's codec cannot decode cancels the input and ends the Subscriber with ``DecodeError``
+    naming the channel (PROTOCOL.md §17).
     """
 
-    def __init__(self, channels: Channels, sid: int, decode: Callable[[bytes], Any] | None) -> None:
+    def __init__(
+        self, channels: Channels, sid: int, decode: Callable[[bytes], Any] | None, name: str
+    ) -> None:
         self._channels = channels
         self._outbox = channels.outbox
         self.sid = sid
         self._decode = decode
+        self.name = name  # the channel's name as opened, for errors
         self._subscriber: Subscriber[Any] | None = None
         self._subscribed = False
         self._granted = 0  # input demand sent to the peer, not yet used
@@ -533,9 +538,15 @@ class ChannelInput(Publisher[Any]):
             subscriber = self._subscriber
             if subscriber is None:
                 return
-            element = self._decode(value) if self._decode is not None else value
+            decode = self._decode
+            if decode is not None:
+                try:
+                    value = decode(value)
+                except Exception as error:  # bad data, not the Subscriber's fault: cancel, tell it
+                    self._fail(decode_failed(self.name, decode, error))
+                    return
             try:
-                subscriber.on_next(element)
+                subscriber.on_next(value)
             except Exception as error:  # rule 2.13: the Subscriber broke; cancel its input
                 report_unhandled(error, f"{subscriber_name(subscriber)}.on_next (a channel's input)")
                 self.cancel()
@@ -552,6 +563,10 @@ class ChannelInput(Publisher[Any]):
 
     def _too_large(self, error: LimitExceededError) -> None:
         """A joined input element above max_element_size: cancel the input, fail its Subscriber."""
+        self._fail(error)
+
+    def _fail(self, error: BaseException) -> None:
+        """Cancel the input (``inputCancel``) and end its Subscriber with ``error``."""
         subscriber = self._subscriber
         self.cancel()
         if subscriber is not None:
