@@ -59,6 +59,20 @@ final class ResumeSniffer extends ChannelInboundHandlerAdapter {
                         "unknown or expired session token (PROTOCOL.md §16.3)"))).addListener(ChannelFutureListener.CLOSE);
                 return;
             }
+            if (rest.isReadable()) {
+                // the client sent more than its resume before reading resumed: the stream it sent is
+                // not one the session can take, and the session fails with it (§16.3)
+                rest.release();
+                Runnable fail = () -> session.sessionFailed("the client sent bytes before the resume was answered (PROTOCOL.md §16.3)");
+                if (session.loop().inEventLoop()) {
+                    fail.run();
+                } else {
+                    session.loop().execute(fail);
+                }
+                ctx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused(
+                        "bytes after resume, before resumed (PROTOCOL.md §16.3)"))).addListener(ChannelFutureListener.CLOSE);
+                return;
+            }
             long position = (Long) tp[1];
             Runnable move = () -> {
                 fresh.retire();

@@ -146,6 +146,47 @@ public class ResumeTest {
     }
 
     @Test(timeOut = 30_000)
+    public void bytesAfterResumeBeforeResumedAreRefusedAndTheSessionFails() throws Exception {
+        // §16.3: a client sends nothing after its resume until it has read resumed; bytes that
+        // came with the resume were taken for the session's stream, and the session went on.
+        TestSubscriber<byte[]> hooked = new TestSubscriber<>();
+        try (RsioServer server = RsioServer.builder()
+                .resume(true)
+                .onConnection(conn -> conn.publisher("up").subscribe(hooked))
+                .bind("tcp://127.0.0.1:0");
+             Socket first = RawSockets.connect(server.port());
+             Socket second = RawSockets.connect(server.port())) {
+            first.getOutputStream().write(new byte[] {0x01, 0x00, 0x02, 0x01, 0x03}); // clientHello [keepalive, resume]
+            FrameParser parser = new FrameParser(Limits.DEFAULT);
+            byte[] buffer = new byte[4096];
+            long received = 0;
+            byte[] token = null;
+            while (token == null) {
+                int n = first.getInputStream().read(buffer);
+                assertTrue(n >= 0, "the server closed before its resumeToken");
+                received += n;
+                parser.feed(buffer, 0, n);
+                for (Frame f : parser.parseAll()) {
+                    if (f instanceof Frame.Extension x && x.type() == 0x88) {
+                        token = x.payload();
+                    }
+                }
+            }
+            byte[] resume = ResumeFrames.resume(token, received);
+            byte[] input = java.util.Arrays.copyOf(resume, resume.length + 1);
+            input[resume.length] = 0x05; // a request's first byte, before resumed was read
+            second.getOutputStream().write(input); // one write: the server reads the resume and the byte together
+            List<Frame> answer = RawSockets.readToTheEnd(second);
+            assertEquals(answer.size(), 2, answer.toString()); // the hello (§4.1), then the refusal
+            Frame.Extension refused = (Frame.Extension) answer.get(1);
+            assertEquals(refused.type(), 0x8B);
+            assertEquals(new String(refused.payload(), StandardCharsets.UTF_8), "bytes after resume, before resumed (PROTOCOL.md §16.3)");
+            assertTrue(hooked.terminated.get(10, TimeUnit.SECONDS) instanceof ConnectionClosedException, "the session failed");
+            RawSockets.readToTheEnd(first); // and its old transport is closed
+        }
+    }
+
+    @Test(timeOut = 30_000)
     public void anErrorInTheHellosReadGetsItsGoodbye() throws Exception {
         // The hello and a violation in one read: the connection closed while parsing, then the
         // hello's event tried to send the resumeToken (IllegalStateException on the I/O thread),
