@@ -748,7 +748,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         if (!h.active().contains(FrameType.AUTH)) {
-            goodbyeAndClose("credentials were given, but the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)",
+            goodbyeAndClose("authentication not possible: the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)",
                     null, LINGER_MILLIS); // §10: this goodbye has no code
             return;
         }

@@ -99,8 +99,7 @@ final class AuthGate {
         }
         Credentials c = Credentials.decode(payload, next[0], payload.length);
         if (perSubscribe.size() >= maxCredentials) {
-            throw ProtocolException.limit("more than max_subscriptions=" + maxCredentials
-                    + " subscribeCredentials held (PROTOCOL.md §15.4)");
+            throw ProtocolException.limit("more subscribeCredentials held than max_subscriptions (PROTOCOL.md §15.4)");
         }
         perSubscribe.put(id, accepts(c) ? c : null);
     }

@@ -235,7 +235,7 @@ public class JavaServerTest {
             conn.publisher("counter", Codec.INT64).subscribe(sub);
             sub.request(1);
             Throwable e = sub.awaitTerminal();
-            assertTrue(e instanceof ConnectionClosedException && e.getMessage().contains("does not offer extension auth (id 2)"),
+            assertTrue(e instanceof ConnectionClosedException && e.getMessage().contains("authentication not possible: the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)"),
                     String.valueOf(e));
         }
     }

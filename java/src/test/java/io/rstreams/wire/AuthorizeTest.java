@@ -113,6 +113,22 @@ public class AuthorizeTest {
     }
 
     @Test(timeOut = 10_000)
+    public void moreSubscribeCredentialsThanMaxSubscriptionsEndTheConnection() throws Exception {
+        // §15.4: the goodbye's text is rstreams' own (code 7, limit exceeded)
+        Server s = new Server((c, name) -> true);
+        s.receive(AuthFrames.hello(), AuthFrames.authenticate("ann"));
+        s.sent();
+        for (long id = 1; id <= Limits.DEFAULT.maxSubscriptions(); id++) {
+            s.receive(AuthFrames.subscribeCredentials(id, "ann"));
+        }
+        assertEquals(s.sent(), List.of(), "as many as max_subscriptions are held");
+        s.receive(AuthFrames.subscribeCredentials(Limits.DEFAULT.maxSubscriptions() + 1, "ann"));
+        List<Frame> out = s.sent();
+        assertEquals(out.get(out.size() - 1), new Frame.Goodbye("more subscribeCredentials held than max_subscriptions (PROTOCOL.md §15.4)"),
+                out.toString());
+    }
+
+    @Test(timeOut = 10_000)
     public void aHookThatThrowsRefusesThatSubscribeOnly() throws Exception {
         Server s = new Server((c, name) -> {
             throw new IllegalStateException("secret " + c.token());
