@@ -153,9 +153,10 @@ class NoneElementError(ReactiveStreamsError, TypeError):
 class MissingExtraError(ReactiveStreamsError, ModuleNotFoundError):
     """A feature needs an optional dependency that is not installed: ``ws://`` and ``wss://``
     the websockets package, the ``MSGPACK`` codec msgpack, ``serve(metrics='host:port')``
-    prometheus_client, ``from_observable`` and ``to_observable`` reactivex. The message names the extra to
-    install (``pip install 'rstreams[websockets]'``); ``name`` is the missing module and
-    ``__cause__`` the import's own error."""
+    prometheus_client, ``from_observable`` and ``to_observable`` reactivex, ``import rstreams.spark``
+    PySpark (4.2 or newer) and pyarrow. The message names the extra to install
+    (``pip install 'rstreams[websockets]'``); ``name`` is the missing module and ``__cause__``
+    the import's own error (none for a PySpark older than 4.2, which is there but too old)."""
 
 
 class ProtocolError(ReactiveStreamsError):
