@@ -47,6 +47,7 @@ from rstreams.replay import (
 from testkit import patience
 from testkit.imports import without_package
 from testkit.net import run_virtual
+from testkit.observe import served
 
 
 @pytest.mark.timeout(30)
@@ -186,35 +187,6 @@ def _closed_port() -> int:
 # -- rstreams serve / rstreams subscribe ---------------------------------------------------
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-@contextlib.contextmanager
-def served(offer: Any, url: str = "tcp://127.0.0.1:0", **options: Any) -> Iterator[str]:
-    """``rstreams.serve(url, offer)`` on a loop in a thread (so ``main()`` can run its own); yields
-    the URL served."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    urls: list[str] = []
-    stop: list[asyncio.Event] = []
-
-    async def run() -> None:
-        server = await serve(url, offer, **options)
-        stop.append(asyncio.Event())
-        urls.append(server.url)
-        ready.set()
-        await stop[0].wait()
-        await server.aclose()
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(run(),))
-    thread.start()
-    try:
-        assert patience.wait(ready, 10), "the test server did not start"
-        yield urls[0]
-    finally:
-        if stop:
-            loop.call_soon_threadsafe(stop[0].set)
-        patience.join(thread, 10)
-        loop.close()
 
 
 @contextlib.contextmanager

@@ -4,53 +4,21 @@ rstreams/publishers, and the smaller texts."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import socket
 import sys
 import threading
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from rstreams import _cli_logs, cli, just
 from rstreams._cli_observe import HTTPS_HINT
 from rstreams.cli import main
-from rstreams.net import serve
 from rstreams.net._closing import NOT_RSIO_HINT, SILENT_HINT
 from testkit import patience
+from testkit.observe import served
 from testkit.tls import MutualPki, server_context
-
-
-@contextlib.contextmanager
-def served(offer: Any, url: str = "tcp://127.0.0.1:0", **options: Any) -> Iterator[str]:
-    """``rstreams.serve(url, offer)`` on a loop in a thread (``main()`` runs its own); yields the
-    URL served."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    urls: list[str] = []
-    stop: list[asyncio.Event] = []
-
-    async def run() -> None:
-        server = await serve(url, offer, **options)
-        stop.append(asyncio.Event())
-        urls.append(server.url)
-        ready.set()
-        await stop[0].wait()
-        await server.aclose()
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(run(),))
-    thread.start()
-    try:
-        assert patience.wait(ready, 10), "the test server did not start"
-        yield urls[0]
-    finally:
-        if stop:
-            loop.call_soon_threadsafe(stop[0].set)
-        patience.join(thread, 10)
-        loop.close()
 
 
 @pytest.mark.timeout(60)

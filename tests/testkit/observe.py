@@ -98,15 +98,16 @@ class Opened:
 
 
 @contextlib.contextmanager
-def served(offer: Any, **options: Any) -> Iterator[str]:
-    """``serve(offer, **options)`` on a loop in a thread (the test's thread stays free); yields its URL."""
+def served(offer: Any, url: str = "tcp://127.0.0.1:0", **options: Any) -> Iterator[str]:
+    """``serve(url, offer, **options)`` on a loop in a thread (the test's thread stays free, so a
+    command's ``main()`` can run its own loop there); yields the URL served."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     urls: list[str] = []
     stop: list[asyncio.Event] = []
 
     async def run() -> None:
-        server = await serve("tcp://127.0.0.1:0", offer, **options)
+        server = await serve(url, offer, **options)
         stop.append(asyncio.Event())
         urls.append(server.url)
         ready.set()
@@ -116,12 +117,12 @@ def served(offer: Any, **options: Any) -> Iterator[str]:
     thread = threading.Thread(target=loop.run_until_complete, args=(run(),))
     thread.start()
     try:
-        assert ready.wait(WAIT), "the test server did not start"
+        assert patience.wait(ready, WAIT), "the test server did not start"
         yield urls[0]
     finally:
         if stop:
             loop.call_soon_threadsafe(stop[0].set)
-        thread.join(WAIT)
+        patience.join(thread, WAIT)
         loop.close()
 
 
