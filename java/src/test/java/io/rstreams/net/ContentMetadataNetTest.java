@@ -5,6 +5,7 @@ import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
+import io.rstreams.testing.Closing;
 import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.ContentTypes;
@@ -64,13 +65,8 @@ public class ContentMetadataNetTest {
     }
 
     @AfterClass(alwaysRun = true)
-    public void stop() {
-        if (client != null) {
-            client.close();
-        }
-        if (server != null) {
-            server.close();
-        }
+    public void stop() throws Exception {
+        Closing.all(client, server);
     }
 
     private static <T> TestSubscriber<T> read(RemotePublisher<T> publisher, long n) throws Exception {

@@ -3,6 +3,7 @@ package io.rstreams.net;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
+import io.rstreams.testing.Closing;
 import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.TestSubscriber;
@@ -122,15 +123,8 @@ public class ErrorCodesInteropTest {
     }
 
     @AfterClass(alwaysRun = true)
-    public void stop() {
-        if (client != null) {
-            client.close();
-        }
-        for (RsioServer s : new RsioServer[] {server, idle, without, idleWithout}) {
-            if (s != null) {
-                s.close();
-            }
-        }
+    public void stop() throws Exception {
+        Closing.all(client, server, idle, without, idleWithout);
     }
 
     /** A publisher that fails its subscriber at once with {@code error} (null: never signals past onSubscribe). */

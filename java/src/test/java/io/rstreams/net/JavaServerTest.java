@@ -4,6 +4,7 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 
+import io.rstreams.testing.Closing;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.Credentials;
 import io.rstreams.wire.Frame;
@@ -51,13 +52,8 @@ public class JavaServerTest {
     }
 
     @AfterClass(alwaysRun = true)
-    public void stop() {
-        if (client != null) {
-            client.close();
-        }
-        if (server != null) {
-            server.close();
-        }
+    public void stop() throws Exception {
+        Closing.all(client, server);
     }
 
     private RsioConnection connect() throws Exception {

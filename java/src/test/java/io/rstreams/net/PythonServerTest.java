@@ -4,6 +4,7 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 
+import io.rstreams.testing.Closing;
 import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.RepoPaths;
 import io.rstreams.testing.TestSubscriber;
@@ -30,15 +31,7 @@ public class PythonServerTest {
 
     @AfterClass(alwaysRun = true)
     public void stop() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-        if (utf8 != null) {
-            utf8.close();
-        }
-        if (int64 != null) {
-            int64.close();
-        }
+        Closing.all(client, utf8, int64);
     }
 
     @Test(timeOut = 30_000)

@@ -5,6 +5,7 @@ import io.rstreams.net.Counters;
 import io.rstreams.net.RsioClient;
 import io.rstreams.net.RsioConnection;
 import io.rstreams.net.RsioServer;
+import io.rstreams.testing.Closing;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import org.reactivestreams.tck.flow.FlowPublisherVerification;
@@ -34,16 +35,8 @@ public class JavaServerPublisherTckTest extends FlowPublisherVerification<Long> 
     }
 
     @AfterClass(alwaysRun = true)
-    public void stop() {
-        if (conn != null) {
-            conn.close();
-        }
-        if (client != null) {
-            client.close();
-        }
-        if (server != null) {
-            server.close();
-        }
+    public void stop() throws Exception {
+        Closing.all(conn, client, server);
     }
 
     @Override

@@ -3,6 +3,7 @@ package io.rstreams.tck;
 import io.rstreams.net.Codec;
 import io.rstreams.net.RsioClient;
 import io.rstreams.net.RsioConnection;
+import io.rstreams.testing.Closing;
 import io.rstreams.testing.PythonRstreams;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
@@ -35,15 +36,7 @@ public class PythonServerPublisherTckTest extends FlowPublisherVerification<Stri
 
     @AfterClass(alwaysRun = true)
     public void stop() throws Exception {
-        if (conn != null) {
-            conn.close();
-        }
-        if (client != null) {
-            client.close();
-        }
-        if (server != null) {
-            server.close();
-        }
+        Closing.all(conn, client, server);
     }
 
     @Override
