@@ -95,6 +95,7 @@ def serve_log(args: argparse.Namespace) -> int:
         )
     from rstreams.replay import LogDirectoryError, ReplayLog, ReplayServer
     from rstreams.replay._lines import LineSource
+    from rstreams.replay._staging import check_ttl
 
     capacity = 100_000 if args.capacity is None else args.capacity
     timeouts = {"pending_timeout": args.pending_timeout, "reader_timeout": args.reader_timeout}
@@ -108,8 +109,11 @@ def serve_log(args: argparse.Namespace) -> int:
         if problem is None and seconds is not None and not seconds > 0:
             problem = f"{option} needs a number of seconds > 0, got {seconds:g}"
     ttl = args.staging_ttl
-    if problem is None and ttl is not None and not 0 <= ttl < float("inf"):
-        problem = f"--staging-ttl needs a number of seconds >= 0 (0: never), got {ttl:g}"
+    if problem is None and ttl is not None:
+        try:
+            check_ttl(ttl)  # the server's own check (staging_ttl=), in the command's words
+        except ValueError:
+            problem = f"--staging-ttl needs a number of seconds >= 0 (0: never), got {ttl:g}"
     if problem is None and args.input_from is not None and args.input_from < 0:
         problem = f"--input-from needs a position >= 0 (0: the log's first element), got {args.input_from}"
     if problem is None and args.web_publisher is not None:

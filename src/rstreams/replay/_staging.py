@@ -43,10 +43,11 @@ area's requests, and on the server's timer (:meth:`Staging.expire`).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +89,10 @@ class Owner:
     writer: str
     batch: int
     run: str | None = None
+
+
+_Idle = tuple[str, Owner | None, int, concurrent.futures.Future[int] | None]
+"""An upload the check for idle ones dropped: its token, owner, rows and unfinished count."""
 
 
 def owner_of(writer: object, batch: object, run: object) -> Owner | None:
@@ -184,22 +189,15 @@ class Staging:
     def future(self, token: str) -> concurrent.futures.Future[int]:
         """The upload under ``token``'s count, resolved when it completes (the reverse
         subscription's, whose ``NAME?staged=T`` may come before or after its header)."""
-        with self._lock:
-            idle = self._sweep()
-            self._touch(token)
-            future = self._done.setdefault(token, concurrent.futures.Future())
-        self._tell(idle)
-        return future
+        with self._request(token):
+            return self._done.setdefault(token, concurrent.futures.Future())
 
     def own(self, token: str, owner: Owner | None) -> None:
         """The upload under ``token`` is ``owner``'s (the reverse subscription's header names it):
         a new run drops its writer's uploads of other runs, and an upload of a stale run or of a
         batch already published keeps no rows (the module docstring)."""
-        with self._lock:
-            idle = self._sweep()
-            self._touch(token)
+        with self._request(token):
             self._own(token, owner)
-        self._tell(idle)
 
     def start(self, run: str) -> None:
         """Run ``run`` of a writer starts (``NAME?discard=&run=R``, before its uploads): an upload
@@ -213,13 +211,10 @@ class Staging:
         future, which replaces the token's earlier one. An earlier upload still running can then
         stage no more (:meth:`add`)."""
         fresh: concurrent.futures.Future[int] = concurrent.futures.Future()
-        with self._lock:
-            idle = self._sweep()
-            self._touch(token)
+        with self._request(token):
             earlier = self._done.get(token)
             self._done[token] = fresh
             self._own(token, owner)
-        self._tell(idle)
         if earlier is not None and not earlier.done():
             earlier.set_exception(LogLookupError(f"sink log {self.log.name!r}: upload {token!r} began again"))
         return fresh
@@ -296,13 +291,34 @@ class Staging:
     def expire(self) -> int:
         """Drop the uploads without activity for ``ttl`` seconds (the module docstring), now; how
         many. The server's timer calls it, so an idle server frees them too."""
-        with self._lock:
-            self._swept = -float("inf")
-            idle = self._sweep()
-        self._tell(idle)
-        return len(idle)
+        with self._request(now=True) as idle:
+            return len(idle)
 
-    def _sweep(self) -> list[tuple[str, Owner | None, int, concurrent.futures.Future[int] | None]]:
+    @contextlib.contextmanager
+    def _request(self, *active: str, named: Iterable[str] = (), now: bool = False) -> Iterator[list[_Idle]]:
+        """A request's turn on the staging area: the lock, and in it the check for idle uploads
+        (:meth:`_sweep`; ``now``: even within a second of the last one) with the activity the
+        request is: ``named`` tokens staged here are touched before it (a publish naming an upload
+        takes one idle past the ttl that no check has dropped yet), ``active`` ones after it (an
+        upload idle past the ttl is dropped, then its token is active anew). Once the lock is
+        released, whether the body raised or not, :meth:`_tell` says what the check dropped (the
+        list yielded)."""
+        idle: list[_Idle] = []
+        try:
+            with self._lock:
+                for token in named:
+                    if token in self._touched:
+                        self._touch(token)
+                if now:
+                    self._swept = -float("inf")
+                idle.extend(self._sweep())
+                for token in active:
+                    self._touch(token)
+                yield idle
+        finally:
+            self._tell(idle)
+
+    def _sweep(self) -> list[_Idle]:
         """Remove the idle uploads, at most once a second (under the lock); each one's token,
         owner, rows and unfinished count, for :meth:`_tell` to say outside the lock."""
         ttl = self.ttl
@@ -317,7 +333,7 @@ class Staging:
             self.expired += 1
         return idle
 
-    def _tell(self, idle: list[tuple[str, Owner | None, int, concurrent.futures.Future[int] | None]]) -> None:
+    def _tell(self, idle: list[_Idle]) -> None:
         """Log each upload :meth:`_sweep` dropped, and fail the count of one still under way."""
         for token, owner, rows, running in idle:
             who = "no owner" if owner is None else f"writer {owner.writer!r}, batch {owner.batch}"
@@ -342,13 +358,7 @@ class Staging:
         (a bounded sink log may first wait for its readers to commit). Published or refused as a
         re-run, it drops the uploads owned by ``(writer, batch)`` it does not name."""
         answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        with self._lock:
-            for token in tokens:  # a publish naming an upload is activity of it
-                if token in self._touched:
-                    self._touch(token)
-            idle = self._sweep()
-        self._tell(idle)
-        with self._lock:
+        with self._request(named=tokens):  # a publish naming an upload is activity of it
             if (writer, batch) in self._published:
                 for token in tokens:
                     self._remove(token)
@@ -386,19 +396,14 @@ class Staging:
     def drop(self, tokens: list[str]) -> int:
         """Forget ``tokens`` (staged or under way); how many of them had rows or an upload here."""
         found = 0
-        with self._lock:
-            idle = self._sweep()
+        with self._request():
             for token in tokens:
                 if token in self._uploads or token in self._done:
                     found += 1
                 self._remove(token)
-        self._tell(idle)
         return found
 
     def staged(self) -> dict[str, tuple[int, Owner | None]]:
         """Each upload staged now (published or discarded ones are not): its rows and owner."""
-        with self._lock:
-            idle = self._sweep()
-            staged = {token: (len(rows), self._owners.get(token)) for token, rows in self._uploads.items()}
-        self._tell(idle)
-        return staged
+        with self._request():
+            return {token: (len(rows), self._owners.get(token)) for token, rows in self._uploads.items()}
