@@ -36,7 +36,7 @@ def exposed() -> dict[str, tuple[str, set[str]]]:
     conn.goodbye("", sent=True)
     reader = {"position": 1, "lag": 2}
     row = {"first": 1, "end": 3, "elements": 2, "bytes": 8, "capacity": 9, "trimmed": 1, "pending": 0}
-    log = {**row, "readers": {"q": reader}, "staged_bytes": 0}
+    log = {**row, "readers": {"q": reader}, "staged_bytes": 0, "expired_uploads": 0}
     metrics.sections["replay"] = lambda: {"logs": {"results": log}}
     query = {"batch_rows": 5, "batch_seconds": 0.5, "input_rows_per_second": 9.0, "rows_behind": 3}
     query.update(processed_rows_per_second=10.0, batches=2, rows=9)

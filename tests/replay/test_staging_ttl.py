@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from rstreams.observe._families import families
 from rstreams.replay import RemoteLogError, ReplayLog, ReplayServer, request_json, upload
 from rstreams.replay._cursor import LogLookupError
 from rstreams.replay._staging import STAGING_TTL, Owner, Staging, check_ttl
@@ -144,13 +145,16 @@ def test_a_bad_ttl_is_refused_naming_the_option(bad: Any) -> None:
 
 
 def test_the_server_drops_idle_uploads_at_requests_and_counts_them(serve: Any) -> None:
-    server = serve({}, sinks={"out": ReplayLog("out", capacity=10)}, staging_ttl=TTL)
+    server = serve({}, sinks={"out": ReplayLog("out", capacity=10)}, staging_ttl=TTL, metrics=True)
     clock = Clock()
     server._stagings["out"]._clock = clock
     assert upload(server.url, "out", "t1", [b"a"], writer="w", batch=0, run="r") == 1
+    assert server.metrics()["replay"]["logs"]["out"]["expired_uploads"] == 0
     clock.now = 101.0
     request_json(server.url, "out?discard=")  # any request on the sink log checks
     assert server.sink_statistics("out") == {"published": 0, "refused": 0, "dropped": 0, "expired": 1}
+    (expired,) = [f for f in families(server.metrics()) if f.name == "rstreams_replay_expired_uploads"]
+    assert (expired.kind, expired.samples) == ("counter", [(("out",), 1)])  # /metrics: ..._total
     with pytest.raises(RemoteLogError, match="upload 't1' is not staged here"):
         request_json(server.url, "out?publish=0&writer=w&tokens=t1")
 

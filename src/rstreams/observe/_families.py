@@ -157,6 +157,11 @@ def _replay(logs: dict[str, dict[str, Any]]) -> Iterator[Family]:
     staged = new_gauge(
         "rstreams_replay_staged_bytes", "Bytes uploaded to a sink log, not yet published.", labels=["log"]
     )
+    expired = new_counter(
+        "rstreams_replay_expired_uploads",
+        "Uploads a sink log dropped unpublished after staging_ttl seconds without activity.",
+        labels=["log"],
+    )
     position = new_gauge(
         "rstreams_replay_reader_position", "A reader's committed position.", labels=["log", "reader"]
     )
@@ -168,10 +173,13 @@ def _replay(logs: dict[str, dict[str, Any]]) -> Iterator[Family]:
     for log, row in logs.items():
         if "staged_bytes" in row:
             staged.add_metric([log], row["staged_bytes"])
+        if "expired_uploads" in row:
+            expired.add_metric([log], row["expired_uploads"])
         for reader, at in row["readers"].items():
             position.add_metric([log, reader], at["position"])
             lag.add_metric([log, reader], at["lag"])
     yield staged
+    yield expired
     yield position
     yield lag
 

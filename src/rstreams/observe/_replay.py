@@ -1,5 +1,6 @@
 """Numbers of replay logs for a server's snapshot: elements and bytes held, each reader's
-committed position and lag behind the end, what was trimmed, what sink logs hold staged.
+committed position and lag behind the end, what was trimmed, what sink logs hold staged and
+the staged uploads they dropped after ``staging_ttl`` seconds without activity.
 
 Theory of operation. :func:`replay_metrics` returns a reader for ``Server.add_metrics``; it
 reads each log's public state when a snapshot is taken (a scrape, a ``rstreams/stats``
@@ -33,6 +34,7 @@ class StagingLike(Protocol):
     """A sink log's staging area (``replay_offer(...).stagings[name]``)."""
 
     staged_bytes: int
+    expired: int  # uploads dropped after staging_ttl seconds without activity
 
 
 def replay_metrics(
@@ -60,6 +62,7 @@ def replay_metrics(
             staging = stagings.get(name)
             if staging is not None:
                 numbers[name]["staged_bytes"] = staging.staged_bytes
+                numbers[name]["expired_uploads"] = staging.expired
         return {"logs": numbers}
 
     return read
