@@ -152,6 +152,22 @@ def _resume_error(call: Callable[[], object]) -> str:
     return info.value.reason
 
 
+def _websocket_close(data: bytes) -> str:
+    """The close reason rstreams' WebSocket server sends when ``data`` is read after the upgrade
+    (websockets' protocol, as rstreams.net._websocket sets up every connection's, without I/O)."""
+    pytest.importorskip("websockets")
+    from websockets.protocol import State
+    from websockets.server import ServerProtocol
+
+    from rstreams.net._websocket import own_close_reasons
+
+    protocol = ServerProtocol(state=State.OPEN)
+    own_close_reasons(protocol)
+    protocol.receive_data(data)
+    assert protocol.close_sent is not None, f"no close for {data.hex(' ')}"
+    return str(protocol.close_sent.reason)
+
+
 _SUB = encode(Subscribe(publisher="p", subscriber=1, initial_demand=1))
 # (what the peer did, how to make the code answer it, the section that must be cited, words of that
 # section that state the rule)
@@ -259,6 +275,18 @@ VIOLATIONS: list[tuple[str, Callable[[], str], str, str]] = [
         lambda: _refusal(_server(max_name_length=1), encode(Subscribe(publisher="ab", subscriber=1))),
         "11",
         "max_name_length",
+    ),
+    (
+        "an unmasked WebSocket frame from a client",
+        lambda: _websocket_close(b"\x82\x03abc"),
+        "1",
+        "bytes that are not a valid client frame",
+    ),
+    (
+        "a WebSocket message above 1 MiB",
+        lambda: _websocket_close(b"\x82\xff" + (2**20 + 1).to_bytes(8, "big") + bytes(4)),
+        "1",
+        "MUST NOT send one above 1 MiB",
     ),
     (
         "a malformed resumeAck",

@@ -22,6 +22,13 @@ A peer gone without a close frame (its process killed, its socket closed or rese
 connection as it would on TCP: an end of input as one (``input ended without a goodbye``, §9.3),
 a reset with the socket's error (:meth:`WebSocketTransport._ended`).
 
+Close reasons. websockets fails a connection whose peer broke the WebSocket framing (1002) or
+sent a message above its ``max_size`` (1009) with its own words; every connection here is made to
+send rstreams' own reasons for those two instead, each citing PROTOCOL.md §1
+(:func:`own_close_reasons`), as every goodbye's reason cites its rule. (A text message's 1003 has
+``RS.io uses binary messages``, the reason every binding sends.) The library's words remain the
+cause of this side's own error.
+
 Opening (:func:`open_websocket`, the client's side): the websockets library's errors of the
 opening handshake become ``ConnectionRefusedError``; one that ended before any HTTP answer
 over TLS says so as a ``tls://`` connection ended before the server's hello does, so that a
@@ -81,8 +88,10 @@ from websockets.exceptions import (
     InvalidUpgrade,
     NegotiationError,
 )
+from websockets.frames import CloseCode
 from websockets.headers import parse_subprotocol
 from websockets.http11 import Request, Response
+from websockets.protocol import Protocol
 from websockets.server import ServerProtocol
 
 from rstreams.net._admission import Admission
@@ -105,10 +114,13 @@ from rstreams.net._websocket_errors import TextMessageError
 from rstreams.wire._errors import tls_record_type
 
 __all__ = [
+    "INVALID_FRAME_REASON",
     "MAX_MESSAGE",
     "NO_HTTP_HINT",
+    "OWN_CLOSE_REASONS",
     "PINGED_NOT_READING",
     "SUBPROTOCOL",
+    "TOO_BIG_REASON",
     "AcceptedElsewhere",
     "AdmittedConnection",
     "BoundedServerConnection",
@@ -116,6 +128,7 @@ __all__ = [
     "WebSocketTransport",
     "open_websocket",
     "origin_refused",
+    "own_close_reasons",
     "subprotocol_refused",
     "upgrade_required",
     "upgrade_required_text",
@@ -216,6 +229,37 @@ PINGED_NOT_READING = (
 """The cause of the ``ConnectionClosed`` of a connection :class:`_PongLimit` ended."""
 
 
+INVALID_FRAME_REASON = "bytes that are not a valid WebSocket frame (PROTOCOL.md §1)"
+"""The close reason of a close 1002 (protocol error): the peer's bytes are not WebSocket frames
+this side may receive (RS.io bytes without WebSocket framing, an unmasked frame from a client, a
+masked one from a server, a reserved opcode or bit, a malformed close frame)."""
+
+TOO_BIG_REASON = "a WebSocket message above 1 MiB, or in too many frames (PROTOCOL.md §1)"
+"""The close reason of a close 1009 (message too big): a message above websockets' default
+``max_size`` (1 MiB, PROTOCOL.md §1's bound), or one in more frames than websockets assembles
+(4096)."""
+
+OWN_CLOSE_REASONS: dict[int, str] = {
+    CloseCode.PROTOCOL_ERROR: INVALID_FRAME_REASON,
+    CloseCode.MESSAGE_TOO_BIG: TOO_BIG_REASON,
+}
+"""The close reasons this side sends in place of websockets' own texts, by close code: each one
+cites the section that states the rule the peer broke, as every other reason does. (The
+websockets library's description stays the cause of the connection's own error.)"""
+
+
+def own_close_reasons(protocol: Protocol) -> None:
+    """Make ``protocol`` (websockets' sans-I/O side of one connection) fail the connection with
+    :data:`OWN_CLOSE_REASONS`' reasons for their codes: the library calls its ``fail`` with its
+    own words, whether its frame parser or its message assembly found the fault."""
+    library_fail = protocol.fail
+
+    def fail(code: int, reason: str = "") -> None:
+        library_fail(code, OWN_CLOSE_REASONS.get(code, reason))
+
+    protocol.fail = fail  # (this one connection's)
+
+
 class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped here
     """A websockets connection that ends once more than ``MAX_UNSENT`` bytes are unsent to its peer.
 
@@ -224,7 +268,14 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
     bound. RS.io's own messages wait for the buffer to drain below websockets' ``write_limit``
     (32 KiB) before the next is sent, so only pongs (and a close) can take it past ``MAX_UNSENT``;
     then the socket is aborted (no goodbye: the peer reads nothing) and the connection's
-    ``ConnectionClosed`` has :data:`PINGED_NOT_READING` as its cause."""
+    ``ConnectionClosed`` has :data:`PINGED_NOT_READING` as its cause.
+
+    Every connection of this side (client and server) is one of these: its protocol sends
+    rstreams' own close reasons (:func:`own_close_reasons`)."""
+
+    def __init__(self, protocol: Protocol, *args: Any, **kwargs: Any) -> None:
+        own_close_reasons(protocol)
+        super().__init__(protocol, *args, **kwargs)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
