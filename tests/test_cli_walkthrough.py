@@ -123,20 +123,22 @@ def test_a_name_past_max_name_length_is_shown_cut(capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.timeout(60)
-def test_subscribe_tls_to_a_wss_server_names_wss(
+def test_subscribe_ping_and_top_tls_to_a_wss_server_name_wss(
     capsys: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """tls:// towards a wss:// server that requires (and is given) a client certificate: the TLS
-    handshake succeeds, then the server waits for an HTTP request and closes, which the line
-    blamed on the certificate. The command asks the server over HTTP, and names wss://."""
+    handshake succeeds, then the server waits for an HTTP request and closes, which subscribe's
+    line blamed on the certificate, and ping's and top's on a server silent past their timeout
+    (an HTTP server's ws:// URL). Each command asks the server over HTTP, and names wss://."""
     pki = MutualPki.make(tmp_path_factory.mktemp("pki"))
     context = server_context(pki.server, client_ca=pki.ca)
+    alice = ["--certfile", str(pki.alice.cert), "--keyfile", str(pki.alice.key)]
     with served({"x": just(b"x")}, "wss://127.0.0.1:0/rs", ssl=context) as url:
         tls = url.replace("wss://", "tls://").removesuffix("/rs")
-        certificate = ["--certfile", str(pki.alice.cert), "--keyfile", str(pki.alice.key)]
-        status = main(["subscribe", tls, "x", "--timeout", "0.5", "--cafile", str(pki.ca.cert), *certificate])
-    said = capsys.readouterr().err
-    assert (status, said) == (2, f"rstreams subscribe: {tls} said no hello; {HTTPS_HINT}\n")
+        for command, options in (("subscribe", ["x"]), ("ping", []), ("top", ["--interval", "0.1"])):
+            status = main([command, tls, *options, "--timeout", "0.2", "--cafile", str(pki.ca.cert), *alice])
+            said = capsys.readouterr().err
+            assert (status, said) == (2, f"rstreams {command}: {tls} said no hello; {HTTPS_HINT}\n")
 
 
 @pytest.mark.timeout(60)

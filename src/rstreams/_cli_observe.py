@@ -39,6 +39,7 @@ from rstreams.errors import (
     AuthNotOfferedError,
     AuthRefusedError,
     AuthRequiredError,
+    ConnectionBrokenError,
     HandshakeTimeoutError,
     ProtocolError,
     ReactiveStreamsError,
@@ -134,6 +135,17 @@ def connection_ended(
     says_more = isinstance(error, TLSRefusedError | EndedBeforeHelloError) or isinstance(cause, ProtocolError)
     why = error if says_more or cause is None else cause
     return f"connection to {url} ended: {why}{access_hint(error, certfile, server_name=server_name)}"
+
+
+async def _unreached(args: argparse.Namespace, context: ssl.SSLContext | None, error: BaseException) -> str:
+    """What ping and top say when connecting to ``args.url`` failed with ``error``: ``cannot reach
+    URL: WHY`` and the option to change, or, for a connection that ended or timed out before the
+    server's hello, :func:`wss_instead`'s line when it applies."""
+    if isinstance(error, ConnectionBrokenError | TimeoutError):
+        instead = await wss_instead(args.url, context)
+        if instead:
+            return instead
+    return f"cannot reach {args.url}: {_unreachable(error)}{access_hint(error, args.certfile)}"
 
 
 def _unreachable(error: BaseException) -> str:
@@ -242,6 +254,19 @@ async def answers_https(url: str, context: ssl.SSLContext | None, seconds: float
     except (OSError, ssl.SSLError, TimeoutError, asyncio.IncompleteReadError, ValueError):
         return False
     return first == b"HTTP/"
+
+
+async def wss_instead(url: str, context: ssl.SSLContext | None, conn: Connection | None = None) -> str:
+    """What a client command (subscribe, ping, top) says instead of its failure when the server of
+    the ``tls://`` ``url`` ended, or stayed silent, before its hello and answers an HTTP request
+    over TLS (:func:`answers_https`): ``URL said no hello;`` and :data:`HTTPS_HINT`, which names
+    ``wss://``. ``""`` otherwise, and at once when ``conn``, the command's connection if it was
+    made, had its hello."""
+    if conn is not None and conn.hello_received:
+        return ""
+    if not await answers_https(url, context):
+        return ""
+    return f"{url} said no hello; {HTTPS_HINT}"
 
 
 def _offered_hint(message: str, name: str) -> str:
@@ -364,10 +389,9 @@ def _ping(args: argparse.Namespace) -> int:
         try:
             conn = await _connect(args, context)
         except HandshakeTimeoutError as opening:
-            return fail("ping", connection_ended(args.url, opening))
+            return fail("ping", await wss_instead(args.url, context) or connection_ended(args.url, opening))
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ImportError, ReactiveStreamsError) as bad:
-            why = f"{_unreachable(bad)}{access_hint(bad, args.certfile)}"
-            return fail("ping", f"cannot reach {args.url}: {why}")
+            return fail("ping", await _unreached(args, context, bad))
         try:
             for _ in range(args.count):
                 start = time.perf_counter()
@@ -390,10 +414,11 @@ def _ping(args: argparse.Namespace) -> int:
                 "ping", f"{args.url} answered rstreams/health with an error: {refused.message}{hint}", 1
             )
         except TimeoutError:
-            said = f"did not answer within {args.timeout:g} s (--timeout){no_hello_hint(conn)}"
-            return fail("ping", f"{args.url} {said}")
+            said = f"{args.url} did not answer within {args.timeout:g} s (--timeout){no_hello_hint(conn)}"
+            return fail("ping", await wss_instead(args.url, context, conn) or said)
         except ReactiveStreamsError as broken:
-            return fail("ping", connection_ended(args.url, broken, args.certfile))
+            said = connection_ended(args.url, broken, args.certfile)
+            return fail("ping", await wss_instead(args.url, context, conn) or said)
         finally:
             await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
@@ -493,10 +518,9 @@ def _top(args: argparse.Namespace) -> int:
         try:
             conn = await _connect(args, context)
         except HandshakeTimeoutError as opening:
-            return fail("top", connection_ended(args.url, opening))
+            return fail("top", await wss_instead(args.url, context) or connection_ended(args.url, opening))
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ImportError, ReactiveStreamsError) as bad:
-            why = f"{_unreachable(bad)}{access_hint(bad, args.certfile)}"
-            return fail("top", f"cannot reach {args.url}: {why}")
+            return fail("top", await _unreached(args, context, bad))
         # percent-encoded (PROTOCOL.md §5.5): 1e+09's "+" would otherwise arrive as a space
         interval = urllib.parse.quote(f"{args.interval:g}", safe="")
         stats = conn.publisher(f"rstreams/stats?interval={interval}", codec=JSON)
@@ -543,11 +567,15 @@ def _top(args: argparse.Namespace) -> int:
             )
         if isinstance(error, TimeoutError):
             silent = f"{args.interval + args.timeout:g} s (--interval + --timeout){no_hello_hint(conn)}"
-            return fail("top", f"{args.url} sent no snapshot for {silent}")
+            return fail(
+                "top",
+                await wss_instead(args.url, context, conn) or f"{args.url} sent no snapshot for {silent}",
+            )
         if isinstance(error, BrokenPipeError):
             raise error
         if error is not None:
-            return fail("top", connection_ended(args.url, error, args.certfile))
+            said = connection_ended(args.url, error, args.certfile)
+            return fail("top", await wss_instead(args.url, context, conn) or said)
         return 0
 
     return run_command(run())

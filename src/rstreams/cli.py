@@ -342,12 +342,11 @@ class _ElementError(ReactiveStreamsError):
 def _subscribe(args: argparse.Namespace) -> int:
     from rstreams._cli_observe import (
         CLOSE_TIMEOUT,
-        HTTPS_HINT,
         access_hint,
-        answers_https,
         client_tls,
         connection_ended,
         run_command,
+        wss_instead,
     )
     from rstreams.errors import (
         ConnectionBrokenError,
@@ -378,12 +377,13 @@ def _subscribe(args: argparse.Namespace) -> int:
                 keepalive=_keepalive(args.timeout),
             )
         except HandshakeTimeoutError as silent:  # a tls://, ws:// or wss:// opening that took that long
-            if await answers_https(args.url, context):  # a wss:// server
-                return fail("subscribe", f"{args.url} said no hello; {HTTPS_HINT}")
-            return fail("subscribe", connection_ended(args.url, silent))
+            return fail(
+                "subscribe", await wss_instead(args.url, context) or connection_ended(args.url, silent)
+            )
         except ConnectionBrokenError as broken:  # its cause alone, unless it says more than that
-            if await answers_https(args.url, context):  # a wss:// server, which closed before its hello
-                return fail("subscribe", f"{args.url} said no hello; {HTTPS_HINT}")
+            instead = await wss_instead(args.url, context)  # a wss:// server, which closed before its hello
+            if instead:
+                return fail("subscribe", instead)
             cause = broken.__cause__
             why = cause if cause is not None and str(broken).endswith(f": {cause}") else broken
             return fail("subscribe", f"cannot connect to {args.url}: {why}{access_hint(why, args.certfile)}")
@@ -397,8 +397,9 @@ def _subscribe(args: argparse.Namespace) -> int:
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth;
             # a protocol violation; a silent server (said as every command says them)
-            if not conn.hello_received and await answers_https(args.url, context):  # a wss:// server
-                return fail("subscribe", f"{args.url} said no hello; {HTTPS_HINT}")
+            instead = await wss_instead(args.url, context, conn)  # a wss:// server
+            if instead:
+                return fail("subscribe", instead)
             if _IDLE_TIMEOUT in str(broken):  # our own --timeout: the server sent nothing
                 return fail(
                     "subscribe",
