@@ -29,6 +29,7 @@ __all__ = [
     "server_names",
     "server_tls",
     "shown_name",
+    "shown_names",
     "token_check",
 ]
 
@@ -96,6 +97,12 @@ def shown_name(name: str) -> str:
     if len(name) <= SHOWN_CHARACTERS:
         return repr(name)
     return f"{name[:SHOWN_CHARACTERS]!r}… ({len(name)} characters)"
+
+
+def shown_names(message: str, name: str) -> str:
+    """``message`` (a server's refusal, say) with ``name`` shown as :func:`shown_name` shows it
+    wherever it quotes it as Python does (``repr(name)``: "no publisher named 'NAME'")."""
+    return message.replace(repr(name), shown_name(name))
 
 
 def no_hello_hint(conn: Connection) -> str:

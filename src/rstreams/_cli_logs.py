@@ -37,6 +37,8 @@ from rstreams._cli_common import (
     missing_extra,
     server_names,
     server_tls,
+    shown_name,
+    shown_names,
     token_check,
 )
 from rstreams.errors import ReactiveStreamsError
@@ -313,10 +315,11 @@ def publish(args: argparse.Namespace) -> int:
 
     if not args.timeout > 0:
         return fail("publish", f"--timeout needs a number of seconds > 0, got {args.timeout}")
+    shown = shown_name(args.name)  # a name of thousands of characters is cut in what is said
     if not args.name or "?" in args.name:
         return fail(
             "publish",
-            f"NAME {args.name!r}: a sink log's name is not empty and has no '?' (publish adds its own query)",
+            f"NAME {shown}: a sink log's name is not empty and has no '?' (publish adds its own query)",
         )
     access = Access(
         auth=args.token,
@@ -356,11 +359,12 @@ def publish(args: argparse.Namespace) -> int:
         answer = request_json(args.url, name, args.timeout, access=access)
         published, before = answer["count"], answer["published"] is False
     except RemoteLogError as refused:  # not a sink log, no such name, a line too long
-        return fail("publish", f"{args.url} refused {args.name!r}: {refused}{_refusal_hint(str(refused))}", 1)
+        said = f"{shown_names(str(refused), args.name)}{_refusal_hint(str(refused))}"
+        return fail("publish", f"{args.url} refused {shown}: {said}", 1)
     except (TypeError, ValueError, KeyError) as odd:  # an answer, but not a sink log's (JSON, a count)
         said = f"{type(odd).__name__}: {odd}"
         return fail(
-            "publish", f"{args.url} did not answer {args.name!r} as a sink log does ({said}){_NOT_A_SINK}", 1
+            "publish", f"{args.url} did not answer {shown} as a sink log does ({said}){_NOT_A_SINK}", 1
         )
     except AccessDeniedError as bad:
         hint = access_hint(bad, args.certfile, server_name=True)
@@ -382,12 +386,12 @@ def publish(args: argparse.Namespace) -> int:
         return fail("publish", "interrupted", 130)
     if before:  # --writer and --batch: a re-run of a batch published before
         print(
-            f"batch {batch} of writer {writer!r} was published on {args.name!r} before: nothing "
+            f"batch {batch} of writer {shown_name(writer)} was published on {shown} before: nothing "
             f"appended ({count} lines uploaded, dropped)",
             file=sys.stderr,
         )
         return 0
-    print(f"published {published} of {count} lines on {args.name!r}", file=sys.stderr)
+    print(f"published {published} of {count} lines on {shown}", file=sys.stderr)
     return 0
 
 

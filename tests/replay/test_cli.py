@@ -90,6 +90,29 @@ def test_publish_to_what_is_not_a_sink_log_exits_1(
     assert err.count("\n") == 1
 
 
+def test_publish_shows_a_long_name_cut(
+    serve: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name of hundreds or thousands of characters: publish's line echoed it in full, twice
+    when the server's refusal quotes it; it shows the first 60 characters and the length, as the
+    other commands do; so does the line about a --writer's batch published before."""
+    server = serve({}, sinks={"out": ReplayLog("out", capacity=10, evict=True)})
+    cut = {n: f"'{c * 60}'… ({n} characters)" for c, n in (("a", 500), ("b", 5000))}
+    for name, status, says in [
+        ("a" * 500, 1, f"refused {cut[500]}: no publisher named {cut[500]} (NAME: a sink log"),
+        ("b" * 5000, 1, f"refused {cut[5000]}: refused: publisher name longer than max_name_length"),
+        ("a" * 499 + "?", 2, f"NAME '{'a' * 60}'… (500 characters): a sink log's name is not empty"),
+    ]:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+        assert main(["publish", server.url, name]) == status
+        err = capsys.readouterr().err
+        assert err.startswith("rstreams publish: ") and says in err and len(err) < 400, err
+    for said in ("published 1 of 1 lines", f"batch 7 of writer '{'w' * 60}'… (500 characters) was published"):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+        assert main(["publish", server.url, "out", "--writer", "w" * 500, "--batch", "7"]) == 0
+        assert capsys.readouterr().err.startswith(said)
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
