@@ -77,6 +77,7 @@ async def test_a_silent_tcp_listener_does_not_hang_the_client() -> None:
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         accepted.append(writer)
         await reader.read()  # until the client closes
+        writer.close()  # then so does it (the client's lingering close ends at once, not at its bound)
 
     listener = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = listener.sockets[0].getsockname()[1]

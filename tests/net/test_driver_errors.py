@@ -56,9 +56,18 @@ async def test_violation_after_a_subscribe_in_one_read_still_says_goodbye() -> N
         )
     )
     pump_of(server).data_received(memoryview(read))
+    await peer.wait_for(lambda: _has_goodbye(bytes(peer.data)), "the goodbye")
+    assert peer.transport is not None
+    peer.transport.close()  # as a peer that read the goodbye does: the server's linger ends now
     await within(peer.lost)
     assert "§5" in goodbye_in(bytes(peer.data))
     assert server.closed
+
+
+def _has_goodbye(data: bytes) -> bool:
+    core = Core(Side.CLIENT)
+    core.receive_data(data)
+    return any(isinstance(event, ConnectionClosed) for event in core.events_received())
 
 
 class RaisingSource:

@@ -81,7 +81,12 @@ def test_a_client_of_another_process_reading_a_window_of_256_gets_every_element(
 
 
 @pytest.mark.timeout(60)
-def test_a_peer_that_never_reads_is_closed_by_the_idle_timeout_not_max_unsent() -> None:
+def test_a_peer_that_never_reads_is_closed_by_the_idle_timeout_not_max_unsent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the goodbye's lingering close, which this peer never ends, at 0.2 s instead of 2 s
+    monkeypatch.setattr("rstreams.net._closing.LINGER_SECONDS", 0.2)
+
     async def main() -> str:
         accepted: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
         async with await rstreams.serve(

@@ -34,6 +34,7 @@ async def _silent(scheme: str, tmp_path: Path) -> AsyncIterator[str]:
     async def say_nothing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         held.append(writer)
         await reader.read()  # until the client closes
+        writer.close()  # then so does it (the client's lingering close ends at once, not at its bound)
 
     if scheme == "unix":
         path = tmp_path / "silent.sock"
@@ -88,13 +89,16 @@ async def test_a_silent_pipe_names_the_process_at_the_other_end() -> None:
     """No URL to name: the error names the process at the other end and what it must call."""
     into_us, from_them = os.pipe()
     into_them, from_us = os.pipe()
+    ends = [from_them, into_them]
     try:
         conn = await connect_pipe(into_us, from_us, handshake_timeout=WAIT)
         with pytest.raises(HandshakeTimeoutError) as failed:
             await within(conn.request("anything"))
+        while ends:  # the other end goes (the client's lingering close ends at once, not at its bound)
+            os.close(ends.pop())
         await within(conn.aclose())
     finally:
-        for fd in (from_them, into_them):
+        for fd in ends:
             os.close(fd)
     assert str(failed.value) == (
         f"handshake timeout (no serverHello within {WAIT:g} s): the process at the other end of the pipe "

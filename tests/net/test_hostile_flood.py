@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -24,9 +25,12 @@ import pytest
 from rstreams.net import connect
 from rstreams.wire import Cancel, ExtensionMessage, Request, Subscribe, extensions
 from testkit.hostile import (
+    STALL,
     Flood,
+    Flooder,
     Legit,
     MiB,
+    Progress,
     RssWatch,
     ServerProcess,
     frames,
@@ -115,6 +119,20 @@ def directory() -> Iterator[str]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _flood_of(server: ServerProcess, attack: Attack, block: bytes) -> Flood:
+    """``FLOODERS`` peers sending ``attack``. Their stall (:data:`~testkit.hostile.STALL`) counts
+    the server process's own time alone: the reading the flood waits for is the server's, so
+    this process's threads (the flooders, the ordinary client) waiting for a CPU do not hold it
+    off. (Counted over this process too, on a loaded machine a stall outlasted the server's
+    30 s unread timeout, which ended every flood that stalled.)"""
+    stop, progress = threading.Event(), Progress([server.pid])
+    peers = [
+        Flooder(server.address, attack.prologue, block, attack.budget, STALL, stop, progress)
+        for _ in range(FLOODERS)
+    ]
+    return Flood(peers, stop)
+
+
 async def flood(server: ServerProcess, attack: Attack) -> Outcome:
     """Stream ``counter`` to an ordinary client, flood the server with ``attack``, measure."""
     block = attack.block()
@@ -123,7 +141,7 @@ async def flood(server: ServerProcess, attack: Attack) -> Outcome:
         legit = Legit()
         conn.publisher("counter").subscribe(legit)
         assert await legit.more_than(1000), "the ordinary client was not served before the flood"
-        peers = Flood.of(server.address, attack.prologue, block, count=FLOODERS, budget=attack.budget)
+        peers = _flood_of(server, attack, block)
         with RssWatch(server.pid, server.rss_kib(), limit_kib=BOUND // 1024, stop=peers.stop) as watch:
             before = legit.received
             peers.start()

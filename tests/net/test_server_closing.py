@@ -36,6 +36,14 @@ RESUMES = [False, True]
 RESUME_IDS = ["plain", "resume"]
 
 
+@pytest.fixture
+def short_linger(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lingering close's time bound at 0.2 s instead of LINGER_SECONDS (2 s), for the tests
+    whose peer keeps its side open: what they check is that the close ends at the bound (its
+    exact time is pinned on a virtual clock in test_closing and test_server_timers)."""
+    monkeypatch.setattr("rstreams.net._closing.LINGER_SECONDS", 0.2)
+
+
 class Watched:
     """A server's publisher factory and on_connection that count what they were asked for."""
 
@@ -162,6 +170,7 @@ async def test_what_comes_after_the_goodbye_is_not_served(resume: bool) -> None:
     _all_closed(server)
 
 
+@pytest.mark.usefixtures("short_linger")
 @pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
 async def test_aclose_leaves_no_transport_open(resume: bool) -> None:
     """Connections and transports at the hello stage alike: a silent peer, one that sent half
@@ -208,6 +217,7 @@ async def test_a_transport_accepted_while_closing_is_said_goodbye(resume: bool) 
     _all_closed(server)
 
 
+@pytest.mark.usefixtures("short_linger")
 @pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
 async def test_a_refused_peer_lingering_as_the_server_closes(resume: bool) -> None:
     """A peer refused at its hello (over max_connections) that keeps its side open and goes on
@@ -263,6 +273,7 @@ async def test_rstreams_serve_stopped_by_sigterm_says_goodbye_to_a_silent_peer(r
             await process.wait()
 
 
+@pytest.mark.usefixtures("short_linger")
 @pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
 async def test_a_transport_accepted_as_close_is_called_is_waited_for(
     resume: bool, monkeypatch: pytest.MonkeyPatch

@@ -122,24 +122,31 @@ async def test_a_socket_that_never_finishes_its_upgrade_is_closed() -> None:
     assert b"101" not in answer, answer
 
 
-@pytest.mark.asyncio
-async def test_a_connect_to_a_server_that_never_answers_fails() -> None:
-    accepted: list[asyncio.StreamWriter] = []
+def test_a_connect_to_a_server_that_never_answers_fails() -> None:
+    """With the default ``handshake_timeout`` (10 s): still waiting 9.5 s in, failed 10.5 s in."""
 
-    async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted.append(writer)  # kept open, never answered
+    async def main(loop: _Jumping) -> None:
+        listener, accepted = await _silent_server()
+        try:
+            task = await _opening(listener.sockets[0].getsockname()[1], None, accepted)
+            loop.jump(9.5)
+            for _ in range(1_000):
+                await asyncio.sleep(0)
+            assert not task.done()
+            loop.jump(1.0)
+            for _ in range(1_000):
+                await asyncio.sleep(0)
+                if task.done():
+                    break
+            with pytest.raises(ConnectionBrokenError) as failed:
+                task.result()
+            assert isinstance(failed.value.__cause__, TimeoutError), repr(failed.value.__cause__)
+        finally:
+            for writer in accepted:
+                writer.close()
+            listener.close()
 
-    listener = await asyncio.start_server(silent, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
-    try:
-        with pytest.raises(ConnectionBrokenError) as failed:
-            await asyncio.wait_for(connect(f"ws://127.0.0.1:{port}/rsio"), 40)
-        assert accepted
-        assert isinstance(failed.value.__cause__, TimeoutError), repr(failed.value.__cause__)  # open_timeout
-    finally:
-        for writer in accepted:
-            writer.close()
-        listener.close()
+    _run_jumping(main)
 
 
 async def _silent_server() -> tuple[asyncio.Server, list[asyncio.StreamWriter]]:
@@ -152,9 +159,12 @@ async def _silent_server() -> tuple[asyncio.Server, list[asyncio.StreamWriter]]:
     return await asyncio.start_server(silent, "127.0.0.1", 0), accepted
 
 
-async def _opening(port: int, handshake_timeout: float, accepted: list[Any]) -> asyncio.Task[Any]:
-    """A connect under way to the silent server, once its socket is accepted and its upgrade sent."""
-    task = asyncio.create_task(connect(f"ws://127.0.0.1:{port}/rsio", handshake_timeout=handshake_timeout))
+async def _opening(port: int, handshake_timeout: float | None, accepted: list[Any]) -> asyncio.Task[Any]:
+    """A connect under way to the silent server, once its socket is accepted and its upgrade sent
+    (``handshake_timeout``: ``None`` for connect's default)."""
+    url = f"ws://127.0.0.1:{port}/rsio"
+    opening = connect(url) if handshake_timeout is None else connect(url, handshake_timeout=handshake_timeout)
+    task = asyncio.create_task(opening)
     for _ in range(10_000):
         await asyncio.sleep(0)
         if accepted:

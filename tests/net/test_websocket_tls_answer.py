@@ -89,10 +89,14 @@ def test_the_replay_client_does_not_retry_it() -> None:
     )
 
 
-def test_wss_to_an_rsio_server_over_tls_alone_names_its_tls_url(tmp_path: Path) -> None:
+def test_wss_to_an_rsio_server_over_tls_alone_names_its_tls_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A ``tls://`` RS.io server reads the HTTP request as garbage and ends the TLS session: the
     client's error names the ``tls://`` URL beside the mutual-TLS hint, and still ends as a TLS
-    session ended before the server's first word (which the replay client's retry reads)."""
+    session ended before the server's first word (which the replay client's retry reads). (The
+    server ends it at its lingering close's bound, here 0.2 s instead of LINGER_SECONDS' 2 s.)"""
+    monkeypatch.setattr("rstreams.net._closing.LINGER_SECONDS", 0.2)
     ca = TestCA.make(tmp_path, "wss to tls CA")
     issued = ca.issue("server", san=("127.0.0.1",))
 
