@@ -121,7 +121,7 @@ export class AuthGate {
     const credentials = decodeCredentials(payload, id.next);
     const key = id.value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id.value) : id.value;
     if (this._perSubscription.size >= this._conn._limits.maxSubscriptions) {
-      this._conn._quit("more subscription credentials held than max_subscriptions (PROTOCOL.md §15.4)", undefined, ERROR_CODES.LIMIT_EXCEEDED);
+      this._conn._quit("more subscribeCredentials held than max_subscriptions (PROTOCOL.md §15.4)", undefined, ERROR_CODES.LIMIT_EXCEEDED);
       return;
     }
     this._perSubscription.set(key, undefined); // a subscribe before an asynchronous verdict is refused

@@ -49,7 +49,7 @@ test("§15.4, §19.2: subscribeCredentials beyond max_subscriptions: goodbye wit
   ws.feed(hello(2, 6), credentials(1), credentials(2));
   await conn.closed;
   const [qualifier, goodbye] = ws.sent.slice(-2);
-  assert.match(goodbye.reason, /^more subscription credentials held than max_subscriptions \(PROTOCOL\.md §15\.4\)$/);
+  assert.match(goodbye.reason, /^more subscribeCredentials held than max_subscriptions \(PROTOCOL\.md §15\.4\)$/);
   assert.deepEqual([qualifier.code, [...qualifier.payload]], [0x99, [7]]);
 });
 
