@@ -10,7 +10,11 @@ reads messages and hands each to the handler as a memoryview; a second task writ
 joins everything queued into messages of at most :data:`MAX_MESSAGE` bytes and awaits
 ``send`` for each. The bytes queued here (plus the message being sent) are the transport's
 write buffer size; passing the high mark calls ``pause_writing`` and draining below the
-low mark calls ``resume_writing``, exactly like asyncio's socket transports.
+low mark calls ``resume_writing``, exactly like asyncio's socket transports. While the handler has
+reading paused, the read task waits and websockets stops reading the socket once more than
+:data:`INPUT_FRAMES` frames wait (its queue: at most about 3 MiB held per connection); the end of
+websockets' connection wakes the read task even then, and the connection ends without the
+messages left queued (a TCP transport's end likewise leaves its socket's bytes unread).
 
 Closing. A WebSocket cannot half-close: :meth:`WebSocketTransport.close` sends what is queued,
 then the close frame, and websockets waits for the peer's close frame, reading meanwhile. That
@@ -114,6 +118,7 @@ from rstreams.net._websocket_errors import TextMessageError
 from rstreams.wire._errors import tls_record_type
 
 __all__ = [
+    "INPUT_FRAMES",
     "INVALID_FRAME_REASON",
     "MAX_MESSAGE",
     "NO_HTTP_HINT",
@@ -260,6 +265,14 @@ def own_close_reasons(protocol: Protocol) -> None:
     protocol.fail = fail  # (this one connection's)
 
 
+INPUT_FRAMES = 1
+"""websockets' ``max_queue`` for every connection: it stops reading the socket once more than one
+frame it parsed waits to be taken, and reads again once none does. A frame may be 1 MiB (PROTOCOL.md
+§1), so while the transport does not read its peer (input backpressure, rstreams.net._intake) a
+connection holds at most two frames and the one being parsed, about 3 MiB; the library's default
+of 16 frames let a peer sending 1 MiB messages have 17 MiB held for it."""
+
+
 class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped here
     """A websockets connection that ends once more than ``MAX_UNSENT`` bytes are unsent to its peer.
 
@@ -271,10 +284,12 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
     ``ConnectionClosed`` has :data:`PINGED_NOT_READING` as its cause.
 
     Every connection of this side (client and server) is one of these: its protocol sends
-    rstreams' own close reasons (:func:`own_close_reasons`)."""
+    rstreams' own close reasons (:func:`own_close_reasons`), and its queue of frames read and not
+    yet taken is :data:`INPUT_FRAMES` long, whatever the factory that makes it asks."""
 
     def __init__(self, protocol: Protocol, *args: Any, **kwargs: Any) -> None:
         own_close_reasons(protocol)
+        kwargs["max_queue"] = INPUT_FRAMES
         super().__init__(protocol, *args, **kwargs)
 
     def data_received(self, data: bytes) -> None:
@@ -400,17 +415,24 @@ class WebSocketTransport(Transport):
         self._discarded = 0  # bytes read since close() (bounded by LINGER_BYTES)
         self._aborted: BaseException | None = None
         self._wakeup = asyncio.Event()
-        self._reading = asyncio.Event()
+        self._read_paused = False  # pause_reading() asked (the handler's input backpressure)
+        self._ws_ended = False  # websockets' connection is lost
+        self._reading = asyncio.Event()  # set: read (not paused), or the connection ended
         self._reading.set()
 
     async def run(self) -> None:
         """Serve the connection until it ends; ``handler.connection_lost`` is the last call."""
         self._handler.connection_made(self)
         writer = asyncio.create_task(self._write_loop(), name="rstreams-ws-writer")
+        # The end of the connection wakes a read loop that waits for reading to resume: paused,
+        # it would not hear of it (websockets stops reading the socket once its queue is full).
+        ended = asyncio.ensure_future(self._ws.wait_closed())
+        ended.add_done_callback(self._ws_lost)
         error: BaseException | None = None
         try:
             error = await self._read_loop()
         finally:
+            ended.cancel()
             self._closing = True
             self._wakeup.set()
             if error is not None or self._aborted is not None:
@@ -424,6 +446,8 @@ class WebSocketTransport(Transport):
         while True:
             if not self._reading.is_set():
                 await self._reading.wait()
+            if self._read_paused and self._ws_ended:  # woken by the end: what it queued stays unread
+                return self._ended_unread()
             try:
                 message = await ws.recv()
             except ConnectionClosedOK:
@@ -442,6 +466,25 @@ class WebSocketTransport(Transport):
                     self.abort()
                     return None
             self._handler.data_received(memoryview(message))  # (set_handler may change it)
+
+    def _ws_lost(self, ended: asyncio.Future[None]) -> None:
+        if not ended.cancelled():
+            self._ws_ended = True
+            self._reading.set()
+
+    def _ended_unread(self) -> BaseException | None:
+        """The connection ended while reading was paused: ended as :meth:`_read_loop` ends when
+        ``recv`` says so (a close exchanged: the end of input), without the messages websockets
+        had queued, as a TCP transport's end leaves the bytes its socket held unread."""
+        ws = self._ws
+        closed = ws.protocol.close_exc
+        cause = getattr(ws, "connection_exc", None)
+        if cause is not None:
+            closed.__cause__ = cause
+        if isinstance(closed, ConnectionClosedOK):
+            self._handler.eof_received()
+            return None
+        return self._ended(closed)
 
     def _ended(self, closed: ConnectionClosed) -> BaseException | None:
         """What a WebSocket closed without the peer's close frame ends the connection with, said
@@ -505,9 +548,12 @@ class WebSocketTransport(Transport):
             self._handler.pause_writing()
 
     def pause_reading(self) -> None:
-        self._reading.clear()
+        self._read_paused = True
+        if not self._ws_ended:
+            self._reading.clear()
 
     def resume_reading(self) -> None:
+        self._read_paused = False
         self._reading.set()
 
     def can_write_eof(self) -> bool:
