@@ -124,9 +124,16 @@ final class Pipelines {
     /** The name Netty's client handshake gives its frame decoder. */
     private static final String WS_DECODER = "ws-decoder";
 
-    static void client(ChannelPipeline p, RsioUrl url, SslContext ssl, io.netty.channel.ChannelHandler... last) {
+    /**
+     * {@code opening}: how long the TLS handshake and the WebSocket opening handshake may each
+     * take (the client's handshakeTimeout, as rstreams' connect bounds its opening with
+     * handshake_timeout; null: no limit).
+     */
+    static void client(ChannelPipeline p, RsioUrl url, SslContext ssl, java.time.Duration opening,
+            io.netty.channel.ChannelHandler... last) {
         if (url.secure()) {
             SslHandler handler = ssl.newHandler(p.channel().alloc(), url.host(), url.port());
+            handler.setHandshakeTimeoutMillis(opening == null ? 0 : opening.toMillis()); // 0: none
             SSLEngine engine = handler.engine();
             SSLParameters params = engine.getSSLParameters();
             params.setEndpointIdentificationAlgorithm("HTTPS"); // the certificate must name the host
@@ -148,6 +155,8 @@ final class Pipelines {
                     .maxFramePayloadLength(MAX_WS_MESSAGE)
                     .allowExtensions(false)
                     .handleCloseFrames(true)
+                    // instead of Netty's default 10 s; it must be > 0: no limit is a year
+                    .handshakeTimeoutMillis(opening == null ? java.time.Duration.ofDays(365).toMillis() : opening.toMillis())
                     .build()));
             p.addLast(new WebSocketBridge());
         }

@@ -87,7 +87,9 @@ public final class RsioClient implements AutoCloseable {
         Endpoint.Options opts = options;
         if (resume) {
             Endpoint.Reconnector again = (session, attempt) -> {
-                ChannelFuture f = bootstrap(session.loop(), u, ssl, new ResumeHandshake(session), session).connect(u.address());
+                // an attempt's opening is bounded even without a handshake timeout: the next attempt follows
+                Duration opening = options.handshakeTimeout() != null ? options.handshakeTimeout() : Duration.ofSeconds(10);
+                ChannelFuture f = bootstrap(session.loop(), u, ssl, opening, new ResumeHandshake(session), session).connect(u.address());
                 channels.add(f.channel());
                 f.addListener(done -> {
                     if (!done.isSuccess()) {
@@ -101,7 +103,7 @@ public final class RsioClient implements AutoCloseable {
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
         CompletableFuture<RsioConnection> result = new CompletableFuture<>();
-        ChannelFuture f = bootstrap(group, u, ssl, endpoint).connect(u.address());
+        ChannelFuture f = bootstrap(group, u, ssl, options.handshakeTimeout(), endpoint).connect(u.address());
         channels.add(f.channel());
         endpoints.put(endpoint, f.channel().eventLoop()); // resumed transports use the same thread (Endpoint.loop())
         endpoint.closedFuture().whenComplete((v, e) -> endpoints.remove(endpoint));
@@ -122,7 +124,8 @@ public final class RsioClient implements AutoCloseable {
         return result;
     }
 
-    private static Bootstrap bootstrap(EventLoopGroup group, RsioUrl u, SslContext ssl, io.netty.channel.ChannelHandler... last) {
+    private static Bootstrap bootstrap(EventLoopGroup group, RsioUrl u, SslContext ssl, Duration opening,
+            io.netty.channel.ChannelHandler... last) {
         Bootstrap b = new Bootstrap()
                 .group(group)
                 .channel(Transport.channel(u.unix()))
@@ -130,7 +133,7 @@ public final class RsioClient implements AutoCloseable {
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        Pipelines.client(ch.pipeline(), u, ssl, last);
+                        Pipelines.client(ch.pipeline(), u, ssl, opening, last);
                     }
                 });
         if (Transport.halfCloses(u.unix())) {
@@ -292,7 +295,9 @@ public final class RsioClient implements AutoCloseable {
          * fail with {@code handshake timeout (no serverHello within N s): the server did not say
          * hello (RsioClient.Builder.handshakeTimeout)} (the goodbye's reason is the part before
          * the colon). Only the first transport's hello: a resume is bounded by its own
-         * attempts. Default 10 s, as rstreams' handshake_timeout; null: no limit.
+         * attempts. Default 10 s, as rstreams' handshake_timeout; null: no limit. It bounds the
+         * opening too, as rstreams' connect: TLS and WebSocket handshakes that take longer fail
+         * the connect.
          */
         public Builder handshakeTimeout(Duration timeout) {
             options.handshakeTimeout(timeout);

@@ -192,7 +192,7 @@ public class ContentMetadataNetTest {
                         + "extension metadata (id 5) (PROTOCOL.md §18.1)"), error.getMessage());
                 read(c.publisher("b", Codec.BYTES, md), 1);
                 c.closeAsync();
-                List<Frame> frames = RawSockets.readToTheEnd(peer);
+                List<Frame> frames = RawSockets.answeringTheGoodbye(peer);
                 List<Frame> subscribes = frames.stream().filter(f -> f instanceof Frame.Subscribe || f instanceof Frame.Extension).toList();
                 assertEquals(subscribes.size(), 1, frames.toString()); // no subscribeMetadata, no subscribe to 'a'
                 assertEquals(((Frame.Subscribe) subscribes.get(0)).publisher(), "b", frames.toString());

@@ -227,10 +227,11 @@ public class MessagesNetTest {
                     assertEquals(refused.getMessage(), "can't send a message: the peer does not offer extension messages (id 7) "
                             + "(PROTOCOL.md §20.1); its hello does not list it");
                 }
-                conn.close();
-                for (Frame f : RawSockets.readToTheEnd(peer)) {
+                CompletableFuture<Void> closing = conn.closeAsync();
+                for (Frame f : RawSockets.answeringTheGoodbye(peer)) {
                     assertTrue(!(f instanceof Frame.Extension x) || x.type() != FrameType.MESSAGE, "a message went out: " + f);
                 }
+                closing.get(WAIT, TimeUnit.SECONDS);
             }
         }
     }

@@ -4,6 +4,7 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.embedded.EmbeddedChannel;
@@ -12,8 +13,11 @@ import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.RepoPaths;
 import io.rstreams.testing.TestSubscriber;
+import io.rstreams.wire.Connection;
 import io.rstreams.wire.Frame;
 import io.rstreams.wire.FrameParser;
+import io.rstreams.wire.FrameType;
+import io.rstreams.wire.FrameWriter;
 import io.rstreams.wire.Limits;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -21,6 +25,7 @@ import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -223,6 +228,7 @@ public class ResumeTest {
             }
             assertEquals(frames.size(), 2, frames.toString()); // hello, goodbye: no goodbyeCode before it
             assertEquals(RawSockets.lastGoodbye(frames), "server closing");
+            raw.shutdownOutput(); // the linger ends at our end of input, not at its bound (2 s, CloseTimeoutTest)
             closing.get(20, TimeUnit.SECONDS);
             assertEquals(raw.getInputStream().read(), -1, "the transport stayed open after close()");
         } finally {
@@ -274,26 +280,52 @@ public class ResumeTest {
         }
     }
 
-    @Test(timeOut = 60_000)
+    @Test(timeOut = 10_000)
     public void aClientThatCannotReconnectFailsItsStreamsAfterItsAttempts() throws Exception {
-        try (RsioServer server = RsioServer.builder()
-                .resume(true)
-                .route("counter", Codec.INT64, r -> Counters.range(0, Long.MAX_VALUE))
-                .bind("tcp://127.0.0.1:0");
-             RsioClient client = RsioClient.builder().resume(true).build()) {
-            CuttingProxy proxy = new CuttingProxy("127.0.0.1", server.port());
-            RsioConnection conn = client.connect("tcp://127.0.0.1:" + proxy.port()).get(10, TimeUnit.SECONDS);
-            TestSubscriber<Long> sub = new TestSubscriber<>();
-            conn.publisher("counter", Codec.INT64).subscribe(sub);
-            sub.request(1);
-            sub.next(); // the server sent its resumeToken before this element
-            assertTrue(conn.activeExtensions().contains(3L));
-            proxy.close(); // the link breaks and nothing listens any more
-            Throwable error = sub.terminated.get(30, TimeUnit.SECONDS);
-            assertTrue(error instanceof ConnectionClosedException, String.valueOf(error));
-            assertTrue(error.getMessage().contains("could not resume the session in 8 attempt(s)"), error.getMessage());
-            conn.onClose().get(5, TimeUnit.SECONDS);
+        // Its attempts, each refused at once, come after the backoff of §16.7 (50 ms doubling, at
+        // most 2 s: 7.15 s in all), so the clock is Netty's virtual one: a client endpoint on an
+        // EmbeddedChannel, its transport broken under a stream, each attempt failing at once.
+        List<Long> attempts = new ArrayList<>();
+        long[] now = {0};
+        Endpoint.Reconnector refused = (session, attempt) -> {
+            attempts.add(now[0]);
+            session.attemptFailed(); // as a connect that is refused
+        };
+        Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
+                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, refused), null, true));
+        EmbeddedChannel channel = new EmbeddedChannel(endpoint);
+        channel.freezeTime();
+        byte[] token = new byte[16];
+        for (Frame f : List.of(new Frame.Hello(true, 0, List.of(3L)), new Frame.Extension(FrameType.RESUME_TOKEN, token))) {
+            channel.writeInbound(Unpooled.wrappedBuffer(FrameWriter.encode(f, 0)));
         }
+        channel.runPendingTasks();
+        assertTrue(endpoint.facade().activeExtensions().contains(3L), endpoint.facade().activeExtensions().toString());
+        TestSubscriber<Long> sub = new TestSubscriber<>();
+        endpoint.facade().publisher("counter", Codec.INT64).subscribe(sub);
+        channel.runPendingTasks();
+        sub.request(1);
+        channel.runPendingTasks();
+        channel.pipeline().fireChannelInactive(); // the link breaks
+        long[] backoff = {50, 100, 200, 400, 800, 1600, 2000, 2000};
+        List<Long> expected = new ArrayList<>();
+        for (long delay : backoff) {
+            now[0] += delay - 1;
+            channel.advanceTimeBy(delay - 1, TimeUnit.MILLISECONDS);
+            channel.runScheduledPendingTasks();
+            assertEquals(attempts, expected, "an attempt before its backoff of " + delay + " ms");
+            now[0] += 1;
+            channel.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+            channel.runScheduledPendingTasks();
+            expected.add(now[0]);
+            assertEquals(attempts, expected, "no attempt after a backoff of " + delay + " ms");
+        }
+        channel.runPendingTasks();
+        Throwable error = sub.terminated.getNow(null);
+        assertTrue(error instanceof ConnectionClosedException, String.valueOf(error));
+        assertTrue(error.getMessage().contains("could not resume the session in 8 attempt(s)"), error.getMessage());
+        assertTrue(endpoint.closedFuture().isDone());
+        channel.finishAndReleaseAll();
     }
 
     @Test(timeOut = 10_000)

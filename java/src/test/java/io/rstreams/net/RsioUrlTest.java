@@ -140,7 +140,7 @@ public class RsioUrlTest {
     /** The head of the WebSocket handshake a Java client sends for {@code url}, its pipeline in memory. */
     private static String handshakeHead(String url) {
         EmbeddedChannel channel = new EmbeddedChannel();
-        Pipelines.client(channel.pipeline(), RsioUrl.parse(url), null, new ChannelInboundHandlerAdapter());
+        Pipelines.client(channel.pipeline(), RsioUrl.parse(url), null, null, new ChannelInboundHandlerAdapter());
         channel.pipeline().fireChannelActive();
         channel.runPendingTasks();
         StringBuilder head = new StringBuilder();

@@ -24,6 +24,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
@@ -128,6 +129,9 @@ public class SubscribeCredentialsTest {
                 assertEquals(own.payload()[0], (byte) 1, "subscriber id 1");
                 assertTrue(Arrays.equals(Arrays.copyOfRange(own.payload(), 1, own.payload().length), root));
                 assertEquals(frames.get(3), new Frame.Subscribe("vault", 1, 3));
+                CompletableFuture<Void> closing = conn.closeAsync();
+                RawSockets.answeringTheGoodbye(peer); // answered: the close ends now, not at its timeout
+                closing.get(10, TimeUnit.SECONDS);
             }
         }
     }

@@ -18,6 +18,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -178,15 +179,18 @@ public class WebSocketLimitsTest {
 
     @Test(timeOut = 60_000)
     public void aConnectToAServerThatNeverAnswersTheUpgradeFails() throws Exception {
-        // Netty's WebSocket client handshake timeout (10 s) bounds it, as websockets' open_timeout does Python's
+        // the client's handshakeTimeout bounds it, as rstreams' handshake_timeout bounds websockets' opening
         try (ServerSocket silent = RawSockets.listen();
-             RsioClient client = RsioClient.builder().build()) {
+             RsioClient client = RsioClient.builder().handshakeTimeout(Duration.ofMillis(300)).build()) {
+            long start = System.nanoTime();
             CompletableFuture<RsioConnection> opening =
                     client.connect("ws://127.0.0.1:" + silent.getLocalPort() + "/rsio");
             try (Socket accepted = RawSockets.accept(silent)) {
                 ExecutionException failed = expectThrows(
                         ExecutionException.class, () -> opening.get(40, TimeUnit.SECONDS));
                 assertTrue(failed.getCause() != null, failed.toString());
+                long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                assertTrue(took < 9_000, "the opening took " + took + " ms: not bounded by handshakeTimeout (Netty's own is 10 s)");
             }
         }
     }

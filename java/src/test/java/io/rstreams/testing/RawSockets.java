@@ -4,6 +4,7 @@ import static org.testng.Assert.assertTrue;
 
 import io.rstreams.wire.Frame;
 import io.rstreams.wire.FrameParser;
+import io.rstreams.wire.FrameWriter;
 import io.rstreams.wire.Limits;
 import io.rstreams.wire.ProtocolException;
 import java.io.ByteArrayOutputStream;
@@ -66,6 +67,33 @@ public final class RawSockets {
             for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
                 parser.feed(buffer, 0, n);
                 frames.addAll(parser.parseAll());
+            }
+        } catch (SocketException reset) {
+            // the frames before it count
+        }
+        return frames;
+    }
+
+    /**
+     * Everything the other end writes until it closes, its goodbye answered with a goodbye as
+     * a peer that speaks RS.io answers it (PROTOCOL.md §9.1), so that its close ends at the
+     * answer rather than at its close timeout (five seconds).
+     */
+    public static List<Frame> answeringTheGoodbye(Socket socket) throws IOException, ProtocolException {
+        InputStream in = socket.getInputStream();
+        FrameParser parser = new FrameParser(Limits.DEFAULT);
+        List<Frame> frames = new ArrayList<>();
+        byte[] buffer = new byte[4096];
+        boolean answered = false;
+        try {
+            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                parser.feed(buffer, 0, n);
+                frames.addAll(parser.parseAll());
+                if (!answered && frames.stream().anyMatch(f -> f instanceof Frame.Goodbye)) {
+                    answered = true;
+                    socket.getOutputStream().write(FrameWriter.encode(new Frame.Goodbye(""), 0));
+                    socket.getOutputStream().flush();
+                }
             }
         } catch (SocketException reset) {
             // the frames before it count

@@ -35,14 +35,15 @@ public final class TlsFixture {
         run(List.of(keytool, "-genkeypair", "-alias", "server", "-keyalg", "EC", "-groupname", "secp256r1",
                 "-dname", "CN=localhost", "-ext", "SAN=ip:127.0.0.1,dns:localhost", "-validity", "2",
                 "-storetype", "PKCS12", "-keystore", keystore.toString(), "-storepass", new String(PASSWORD)));
-        run(List.of(keytool, "-exportcert", "-rfc", "-alias", "server", "-keystore", keystore.toString(),
-                "-storepass", new String(PASSWORD), "-file", pem.toString()));
         KeyStore ks = KeyStore.getInstance("PKCS12");
         try (InputStream in = Files.newInputStream(keystore)) {
             ks.load(in, PASSWORD);
         }
-        String pkcs8 = java.util.Base64.getMimeEncoder(64, "\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII))
-                .encodeToString(ks.getKey("server", PASSWORD).getEncoded());
+        // the PEMs written here, not by a second keytool run (a JVM start-up each)
+        java.util.Base64.Encoder base64 = java.util.Base64.getMimeEncoder(64, "\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        Files.writeString(pem, "-----BEGIN CERTIFICATE-----\n" + base64.encodeToString(ks.getCertificate("server").getEncoded())
+                + "\n-----END CERTIFICATE-----\n");
+        String pkcs8 = base64.encodeToString(ks.getKey("server", PASSWORD).getEncoded());
         Files.writeString(key, "-----BEGIN PRIVATE KEY-----\n" + pkcs8 + "\n-----END PRIVATE KEY-----\n");
         KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
         kmf.init(ks, PASSWORD);

@@ -87,12 +87,12 @@ public class ParserFuzzTest {
             for (int chunk : new int[] {1_000, 4_096, 65_536, 65_541, bytes.length}) {
                 FrameParser p = new FrameParser(Limits.DEFAULT);
                 List<Frame> got = new ArrayList<>();
+                int consumed = 0; // the encoded size of the frames parsed so far
                 for (int at = 0; at < bytes.length; at += chunk) {
                     int n = Math.min(chunk, bytes.length - at);
                     p.feed(java.nio.ByteBuffer.wrap(bytes, at, n));
-                    got.addAll(p.parseAll());
-                    int consumed = 0;
-                    for (Frame f : got) {
+                    for (Frame f : p.parseAll()) {
+                        got.add(f);
                         consumed += FrameWriter.encode(f, 0).length;
                     }
                     assertEquals(p.buffered(), at + n - consumed, "size " + size + ", chunk " + chunk + ": held bytes");
