@@ -110,28 +110,22 @@ def test_bench_help_runs_the_benchmarks_script() -> None:
     assert done.stdout.startswith("usage: rstreams bench "), done.stdout
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("command", ["subscribe", "ping", "top"])
-def test_a_url_where_nothing_listens_asks_whether_a_server_is_there(command: str, tmp_path: Path) -> None:
-    """Connection refused (tcp://) or no socket file (unix://): one line that says what to check."""
+def test_a_url_where_nothing_listens_asks_whether_a_server_is_there(
+    capsys: pytest.CaptureFixture[str], command: str, tmp_path: Path
+) -> None:
+    """Connection refused (tcp://) or no socket file (unix://): one line that says what to check.
+    (In this process, under -X dev: a transport left open would fail the test too.)"""
     with socket.socket() as probe:  # a port that was free a moment ago, nothing listening on it
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     for url in (f"tcp://127.0.0.1:{port}", f"unix://{tmp_path / 'none.sock'}"):
-        args = [sys.executable, "-m", "rstreams.cli", command, url]
-        done = patience.run(
-            args + (["counter"] if command == "subscribe" else []),
-            50,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 2, (url, done.stderr)
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].endswith("(the URL: is a server listening there?)"), (
-            url,
-            done.stderr,
-        )
+        assert main([command, url, *(["counter"] if command == "subscribe" else [])]) == 2
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        assert out == "" and len(lines) == 1, (url, err)
+        assert lines[0].endswith("(the URL: is a server listening there?)"), (url, err)
         assert "could not connect" not in lines[0], lines[0]  # the URL once, then why
 
 
@@ -1280,9 +1274,12 @@ def test_the_token_variable_leaves_the_log_mode_alone(monkeypatch: pytest.Monkey
 
 
 @pytest.mark.timeout(30)
-def test_a_silent_server_is_given_up_on(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_silent_server_is_given_up_on(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Something that accepts but never speaks RS.io: exit 2 after --timeout, not a hang; the line
     says it did not even say hello, and what waits like this (ping, top: test_cli_first_use)."""
+    monkeypatch.setattr("rstreams.net._closing.LINGER_SECONDS", 0.2)  # it never closes: no 1 s wait
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
@@ -1962,8 +1959,11 @@ def answering_with_a_tls_alert() -> Iterator[str]:
     try:
         yield f"ws://127.0.0.1:{listener.getsockname()[1]}/rsio"
     finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not)
         listener.close()
         patience.join(thread, 10)
+        assert not thread.is_alive()
 
 
 @pytest.mark.timeout(60)

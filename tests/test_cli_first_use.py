@@ -370,6 +370,9 @@ def test_publish_to_a_silent_server_fails_at_the_first_handshake_timeout(
     from rstreams.replay import _client
 
     monkeypatch.setattr(_client, "connect", functools.partial(connect, handshake_timeout=0.3))
+    # the endpoint never closes: the client's lingering close after its error goodbye (tcp://)
+    # would read on for LINGER_SECONDS (2 s)
+    monkeypatch.setattr("rstreams.net._closing.LINGER_SECONDS", 0.2)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\n")))
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))

@@ -124,12 +124,15 @@ def test_a_name_past_max_name_length_is_shown_cut(capsys: pytest.CaptureFixture[
 
 @pytest.mark.timeout(60)
 def test_subscribe_ping_and_top_tls_to_a_wss_server_name_wss(
-    capsys: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """tls:// towards a wss:// server that requires (and is given) a client certificate: the TLS
     handshake succeeds, then the server waits for an HTTP request and closes, which subscribe's
     line blamed on the certificate, and ping's and top's on a server silent past their timeout
     (an HTTP server's ws:// URL). Each command asks the server over HTTP, and names wss://."""
+    monkeypatch.setattr("rstreams.net._closing.LINGER_SECONDS", 0.2)  # subscribe's close after --timeout
     pki = MutualPki.make(tmp_path_factory.mktemp("pki"))
     context = server_context(pki.server, client_ca=pki.ca)
     alice = ["--certfile", str(pki.alice.cert), "--keyfile", str(pki.alice.key)]

@@ -115,9 +115,15 @@ def test_a_server_that_refuses_mid_upload_stops_the_rows(serve: Any, reversed_up
     assert published(server, out, "t2") == [b"z" * 100] * 90
 
 
-def test_an_upload_cut_by_a_server_restart_is_staged_once(serve: Any, reversed_uploads: list[str]) -> None:
+def test_an_upload_cut_by_a_server_restart_is_staged_once(
+    serve: Any, reversed_uploads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The server goes away mid-upload and comes back: the next attempt sends every row again
     under the same token, on a channel, and the batch holds each row once."""
+    # The server stops from inside the upload's row source, on the client's loop, which cannot
+    # answer its goodbye meanwhile: the stop waits out CLOSE_TIMEOUT (5 s) before it ends the
+    # connection; 0.2 s ends it the same way.
+    monkeypatch.setattr("rstreams.net._server.CLOSE_TIMEOUT", 0.2)
     out = ReplayLog("out", capacity=10_000)
     first = serve({}, sinks={"out": out})
     url = first.url
