@@ -88,7 +88,10 @@ final class AuthGate {
         done = true;
     }
 
-    /** subscribeCredentials: credentials for the next subscribe with that id (§15.4). */
+    /**
+     * subscribeCredentials: credentials for the next subscribe with that id (§15.4), replacing
+     * any held for it; at most max_subscriptions ids are held, as rstreams holds them.
+     */
     void subscribeCredentials(byte[] payload) throws ProtocolException {
         int[] next = new int[1];
         long id;
@@ -98,7 +101,7 @@ final class AuthGate {
             throw new ProtocolException("malformed subscribeCredentials (PROTOCOL.md §15.5)");
         }
         Credentials c = Credentials.decode(payload, next[0], payload.length);
-        if (perSubscribe.size() >= maxCredentials) {
+        if (!perSubscribe.containsKey(id) && perSubscribe.size() >= maxCredentials) { // a replacement holds no more
             throw ProtocolException.limit("more subscribeCredentials held than max_subscriptions (PROTOCOL.md §15.4)");
         }
         perSubscribe.put(id, accepts(c) ? c : null);

@@ -122,6 +122,14 @@ public class AuthorizeTest {
             s.receive(AuthFrames.subscribeCredentials(id, "ann"));
         }
         assertEquals(s.sent(), List.of(), "as many as max_subscriptions are held");
+        // at the limit, new credentials for an id already held replace them: no more are held (as rstreams)
+        s.receive(AuthFrames.subscribeCredentials(1, "root"), new Frame.Subscribe("admin", 1, 1));
+        assertEquals(s.sent(), List.of(), "a replacement at the limit is accepted");
+        assertEquals(s.conn.state(), Connection.State.OPEN);
+        assertEquals(subscribed(s.conn), List.of("1 admin"));
+        assertEquals(s.asked, List.of(new Asked("root", "admin")), "the replacement is what the subscribe goes with");
+        s.receive(AuthFrames.subscribeCredentials(1, "ann")); // id 1's were used: held again, max_subscriptions in all
+        assertEquals(s.sent(), List.of());
         s.receive(AuthFrames.subscribeCredentials(Limits.DEFAULT.maxSubscriptions() + 1, "ann"));
         List<Frame> out = s.sent();
         assertEquals(out.get(out.size() - 1), new Frame.Goodbye("more subscribeCredentials held than max_subscriptions (PROTOCOL.md §15.4)"),
