@@ -147,9 +147,11 @@ final class Pipelines {
                     new HttpObjectAggregator(64 * 1024), new PongLimit());
             p.addLast(new WebSocketClientProtocolHandler(WebSocketClientProtocolConfig.newBuilder()
                     .webSocketUri(URI.create(url.toString()))
-                    // from the parsed URL, not the URI (which gives a host with '_' none): RFC 7230 section 5.4, RFC 6454
-                    .customHeaders(new DefaultHttpHeaders().set(HttpHeaderNames.HOST, url.hostHeader())
-                            .set(HttpHeaderNames.ORIGIN, url.origin()))
+                    // from the parsed URL, not the URI (which gives a host with '_' none): RFC 7230 section 5.4
+                    .customHeaders(new DefaultHttpHeaders().set(HttpHeaderNames.HOST, url.hostHeader()))
+                    // no Origin, as rstreams' Python client: a program is no browser page, and an Origin made
+                    // from the URL names a proxy's address, not the server's, which a server refuses (403)
+                    .generateOriginHeader(false)
                     .subprotocol(WebSocketBridge.SUBPROTOCOL)
                     .version(WebSocketVersion.V13)
                     .maxFramePayloadLength(MAX_WS_MESSAGE)

@@ -304,11 +304,6 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
         return port == DEFAULT_PORTS.getOrDefault(scheme, -1) ? h : h + ":" + port;
     }
 
-    /** The origin of a WebSocket URL (RFC 6454 section 4): http:// or https://, then as {@link #hostHeader()}. */
-    String origin() {
-        return (secure() ? "https://" : "http://") + hostHeader();
-    }
-
     RsioUrl withPort(int newPort) {
         return new RsioUrl(scheme, host, newPort, path, query);
     }

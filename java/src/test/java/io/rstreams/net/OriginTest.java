@@ -9,6 +9,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.rstreams.testing.CuttingProxy;
 import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.testing.TlsFixture;
@@ -83,6 +84,21 @@ public class OriginTest {
             }
             assertTrue(handshake(server, null).startsWith("HTTP/1.1 101 "));
             assertServes(server);
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aJavaClientBehindAProxyOnAnotherPortIsServed() throws Exception {
+        // it sends no Origin, as rstreams' Python client: one made from its URL named the proxy's
+        // port, another origin to the server, which refused it (403)
+        try (RsioServer server = server("ws://127.0.0.1:0/rsio");
+             CuttingProxy proxy = new CuttingProxy("127.0.0.1", server.port());
+             RsioClient client = RsioClient.builder().build();
+             RsioConnection conn = client.connect("ws://127.0.0.1:" + proxy.port() + "/rsio").get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter?to=3", Codec.INT64).subscribe(sub);
+            sub.request(Long.MAX_VALUE);
+            assertEquals(sub.take(3), List.of(0L, 1L, 2L));
         }
     }
 
