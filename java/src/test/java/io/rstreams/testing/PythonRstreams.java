@@ -89,6 +89,7 @@ public final class PythonRstreams implements AutoCloseable {
                 for (String line = r.readLine(); line != null; line = r.readLine()) {
                     synchronized (output) {
                         output.append(line).append('\n');
+                        output.notifyAll();
                     }
                     int at = line.indexOf(" on " + scheme);
                     if (at >= 0) {
@@ -97,6 +98,10 @@ public final class PythonRstreams implements AutoCloseable {
                 }
             } catch (IOException e) {
                 // the process ended
+            }
+            synchronized (output) {
+                output.append(ENDED);
+                output.notifyAll();
             }
             url.completeExceptionally(new IllegalStateException("the server ended without printing its URL:\n" + output));
         }, "rstreams-serve-output");
@@ -169,6 +174,30 @@ public final class PythonRstreams implements AutoCloseable {
 
     public String output() {
         synchronized (output) {
+            return output.toString();
+        }
+    }
+
+    /** Appended to {@link #output} once the process's output ended. */
+    private static final String ENDED = "(output ended)\n";
+
+    /**
+     * The output once {@code until} holds for it (waits at most {@code timeoutSeconds}). A thread
+     * of its own reads the process's output from a pipe, so a line the process printed before
+     * it answered on a socket can be read after the answer: a test waits for the lines it checks.
+     *
+     * @throws AssertionError with the output when it does not hold in time or the output ended
+     */
+    public String awaitOutput(java.util.function.Predicate<String> until, long timeoutSeconds) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+        synchronized (output) {
+            while (!until.test(output.toString())) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0 || output.toString().endsWith(ENDED)) {
+                    throw new AssertionError("the Python process did not print what was awaited in " + timeoutSeconds + " s:\n" + output);
+                }
+                TimeUnit.NANOSECONDS.timedWait(output, left);
+            }
             return output.toString();
         }
     }
