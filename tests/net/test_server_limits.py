@@ -15,7 +15,11 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.wire import ClientHello, ConnectionClosed, Side, encode
 from rstreams.wire import Connection as Core
+from rstreams.wire._resume import RESUME, Resumed, ResumeReplyParser, encode_message, encode_resume
+from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
 from testkit.bound import within
+from testkit.net import session_of
+from testkit.resume import read_resume_token
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -104,3 +108,47 @@ async def test_connections_beyond_max_connections_get_a_goodbye() -> None:
 async def test_bad_limits_are_refused(limits: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(limits))):
         await serve("tcp://127.0.0.1:0", OFFER, **limits)
+
+
+async def test_a_session_waiting_for_its_resume_counts_against_max_connections() -> None:
+    """With resume=, a session whose transport broke stays the server's connection until it is
+    resumed or expires (PROTOCOL.md §16.3), with its replay buffer: a peer that breaks its
+    transports cannot have more of them kept than max_connections. Its resume is still taken."""
+    accepted = Accepted()
+    async with await serve(
+        "tcp://127.0.0.1:0", OFFER, max_connections=1, on_connection=accepted, resume=True
+    ) as server:
+        hello = encode(ClientHello(extensions=(RESUME_EXTENSION.id,)))
+        reader, writer = await asyncio.open_connection(*_host_port(server.url))
+        writer.write(hello)
+        token, received = await read_resume_token(reader)
+        writer.transport.abort()  # the transport breaks; the session waits for its resume
+        (conn,) = accepted.conns
+        session = session_of(conn)
+        assert session is not None
+
+        async def detached() -> None:  # (the server heard of the break)
+            while True:
+                if session.link is None:
+                    return
+                await asyncio.sleep(0.01)
+
+        await within(detached())
+
+        reader, writer = await asyncio.open_connection(*_host_port(server.url))
+        writer.write(hello)  # a new session: beyond the limit
+        data = await within(reader.read())
+        writer.close()
+        assert "max_connections" in goodbye_in(data)
+        assert not conn.closed and server.connections == {conn}
+
+        reader, writer = await asyncio.open_connection(*_host_port(server.url))
+        writer.write(encode_message(RESUME, encode_resume(token, received)))  # the session's own resume
+        parser, outcome = ResumeReplyParser(), None
+        while outcome is None:
+            chunk = await within(reader.read(1 << 16))
+            assert chunk, "the server closed before answering the resume"
+            outcome = parser.feed(chunk)
+        writer.close()
+        assert isinstance(outcome, Resumed), outcome
+        assert len(accepted.conns) == 1

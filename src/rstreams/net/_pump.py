@@ -575,9 +575,16 @@ class Pump:
             )
 
     def _stop_holding(self) -> None:
-        """The conversation is over: drop held input; read again (a lingering close discards it)."""
+        """The transport is gone: drop held input; stop waiting for the peer to read."""
         self._held = None
         self._held_eof = False
+        self._read_again()
+
+    def _read_again(self) -> None:
+        """The streams ended: stop waiting for the peer to take its replies; read again, and go
+        on with a held read where there is one. After our goodbye the peer's answer is still to
+        be read, in the held read or after it: dropping the held rest would also cut the input
+        inside a message. A lingering close, or the conversation's end, discards what follows."""
         timer, self._unread_timer = self._unread_timer, None
         if timer is not None:
             timer.cancel()
@@ -589,7 +596,10 @@ class Pump:
             transport = self.outbox.transport
             if transport is not None:
                 transport.set_write_buffer_limits(self._high, self._low)
-                transport.resume_reading()
+                if self._held is not None:
+                    self._next_part()
+                else:
+                    transport.resume_reading()
 
     # -- once per turn -----------------------------------------------------------------------
     def flush(self) -> None:
@@ -711,7 +721,7 @@ class Pump:
 
     def _end(self, error: BaseException) -> None:
         """Every open stream ends with ``error`` (closing calls this once)."""
-        self._stop_holding()
+        self._read_again()
         if self.gate is not None:
             self.gate.close()
         self.serving.stop_all()
