@@ -1700,44 +1700,74 @@ def test_a_websocket_handshake_the_server_answered_is_not_blamed_on_nothing_list
         assert "HTTP 404" in err and "is a server listening" not in err, err
 
 
-_WITHOUT_WEBSOCKETS = (
-    without_package("websockets")
-    + """\
+_RUN_EACH = """\
+import contextlib, io, json, traceback
 from rstreams.cli import main
-sys.exit(main(sys.argv[1:]))
+for argv in json.loads(sys.argv[1]):
+    sys.stdin = io.TextIOWrapper(io.BytesIO(b"a\\n"))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except BaseException:
+            traceback.print_exc()
+            status = None
+    print(json.dumps([argv, status, out.getvalue(), err.getvalue()]), flush=True)
 """
-)
+"""A child's script (after :func:`testkit.imports.without_package`): ``main(argv)`` for each of
+the argument lists in ``sys.argv[1]`` (JSON), each with ``a`` on standard input; a JSON line per
+run: the argument list, the status (``None``: main raised), its standard output and error."""
 
 
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["serve", "ws://127.0.0.1:0"],
-        ["serve", "ws://127.0.0.1:0", "log"],
-        ["serve", "tcp://127.0.0.1:0", "log", "--web", "127.0.0.1:0"],
-        ["subscribe", "ws://127.0.0.1:1", "x"],
-        ["ping", "wss://127.0.0.1:1"],
-        ["top", "ws://127.0.0.1:1"],
-        ["publish", "ws://127.0.0.1:1", "x", "--timeout", "5"],
-        ["demo"],  # its live page: refused before Spark starts
-    ],
-    ids=lambda argv: " ".join(argv[:3]),
-)
-def test_websockets_missing_says_which_extra_to_install(argv: list[str]) -> None:
-    """Without the websockets package, each command that would need it says what to install, in
-    one line, exit 2: no traceback."""
+def _run_without(package: str, argvs: list[list[str]]) -> dict[str, tuple[int | None, str, str]]:
+    """Each command line of ``argvs`` run by ``main()`` in one child where ``package`` is not
+    installed (one interpreter for all: a child each only started it and imported rstreams
+    again): the command line -> its status, standard output and standard error."""
     done = patience.run(
-        [sys.executable, "-c", _WITHOUT_WEBSOCKETS, *argv],
+        [sys.executable, "-c", without_package(package) + _RUN_EACH, json.dumps(argvs)],
         50,
-        input="a\n",
         capture_output=True,
         text=True,
         check=False,
     )
-    assert done.returncode == 2, done.stderr
-    said = done.stderr.strip().splitlines()
-    assert said[-1].startswith(f"rstreams {argv[0]}: ") and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr  # nothing more at exit
+    runs = {
+        " ".join(argv): (status, out, err)
+        for argv, status, out, err in map(json.loads, done.stdout.splitlines())
+    }
+    assert list(runs) == [" ".join(argv) for argv in argvs], done.stdout
+    return runs
+
+
+_NEED_WEBSOCKETS = [
+    ["serve", "ws://127.0.0.1:0"],
+    ["serve", "ws://127.0.0.1:0", "log"],
+    ["serve", "tcp://127.0.0.1:0", "log", "--web", "127.0.0.1:0"],
+    ["subscribe", "ws://127.0.0.1:1", "x"],
+    ["ping", "wss://127.0.0.1:1"],
+    ["top", "ws://127.0.0.1:1"],
+    ["publish", "ws://127.0.0.1:1", "x", "--timeout", "5"],
+    ["demo"],  # its live page: refused before Spark starts
+]
+
+
+@pytest.fixture(scope="module")
+def without_websockets() -> dict[str, tuple[int | None, str, str]]:
+    """:data:`_NEED_WEBSOCKETS` run without the websockets package (:func:`_run_without`)."""
+    return _run_without("websockets", _NEED_WEBSOCKETS)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("argv", _NEED_WEBSOCKETS, ids=lambda argv: " ".join(argv[:3]))
+def test_websockets_missing_says_which_extra_to_install(
+    argv: list[str], without_websockets: dict[str, tuple[int | None, str, str]]
+) -> None:
+    """Without the websockets package, each command that would need it says what to install, in
+    one line, exit 2: no traceback."""
+    status, _, err = without_websockets[" ".join(argv)]
+    assert status == 2, err
+    said = err.strip().splitlines()
+    assert said[-1].startswith(f"rstreams {argv[0]}: ") and "Traceback" not in err, err
     assert "needs the websockets extra: pip install 'rstreams[websockets]'" in said[-1].replace(
         "need the", "needs the"
     ), said
@@ -1834,23 +1864,17 @@ def test_tls_towards_a_websocket_server_without_it_names_the_url_too(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("name", [[], ["log"]])
-def test_metrics_without_prometheus_client_names_the_option_and_the_extra(name: list[str]) -> None:
+def test_metrics_without_prometheus_client_names_the_option_and_the_extra() -> None:
     """--metrics HOST:PORT without prometheus_client: one line naming --metrics and the extra
     (not serve()'s "cannot serve on URL: metrics='host:port' needs ..."), exit 2, before
     listening; --metrics on needs no extra."""
-    script = (
-        without_package("prometheus_client") + "from rstreams.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    )
-    argv = ["serve", "tcp://127.0.0.1:0", *name, "--metrics", "127.0.0.1:0"]
-    done = patience.run(
-        [sys.executable, "-c", script, *argv], 50, input="a\n", capture_output=True, text=True
-    )
-    assert (done.returncode, done.stdout) == (2, ""), done
-    assert done.stderr == (
-        "rstreams serve: --metrics HOST:PORT serves /metrics with prometheus_client: pip install "
-        "'rstreams[metrics]' (or --metrics on: counts for rstreams top, serves no /metrics)\n"
-    )
+    serving = [["serve", "tcp://127.0.0.1:0", *name, "--metrics", "127.0.0.1:0"] for name in ([], ["log"])]
+    for status, out, err in _run_without("prometheus_client", serving).values():
+        assert (status, out) == (2, ""), err
+        assert err == (
+            "rstreams serve: --metrics HOST:PORT serves /metrics with prometheus_client: pip install "
+            "'rstreams[metrics]' (or --metrics on: counts for rstreams top, serves no /metrics)\n"
+        )
 
 
 @pytest.mark.parametrize("command", ["demo", "subscribe", "publish", "ping", "top"])
