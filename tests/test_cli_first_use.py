@@ -247,28 +247,29 @@ def test_a_client_certificate_without_its_key_says_to_give_keyfile(
 
 
 @pytest.mark.timeout(60)
-def test_a_server_frozen_mid_stream_is_given_up_on_after_timeout() -> None:
+def test_a_server_frozen_mid_stream_is_given_up_on_after_timeout(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The command pings a silent server within --timeout: a live one answers (a slow stream goes
     on, tests/test_cli.py), a frozen one (SIGSTOP) does not, and the command ends, exit 2, naming
-    --timeout, instead of waiting for ever."""
+    --timeout, instead of waiting for ever. The command runs in this process: the server is
+    stopped as the first element is printed."""
+    monkeypatch.setattr("rstreams.net._closing.LINGER_SECONDS", 0.2)  # the frozen server never closes
+    printed: list[str] = []
     with patience.serving("tcp://127.0.0.1:0") as (server, url):
-        command = ["subscribe", url, "counter?rate=1000", "--demand", "1", "--timeout", "1"]
-        client = subprocess.Popen(
-            [sys.executable, "-m", "rstreams.cli", *command],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert patience.child_line(client, "its first element") == "0\n"
-            server.send_signal(signal.SIGSTOP)
-            _, err = patience.communicate(client, 30)
-        finally:
-            server.send_signal(signal.SIGCONT)
-            if client.poll() is None:
-                patience.stop_child(client)
-        assert client.returncode == 2, err
-        assert err == f"rstreams subscribe: {url} sent nothing for 1 s (--timeout S; 0: wait for ever)\n"
+
+        class Freezing(io.StringIO):
+            def write(self, text: str) -> int:
+                if not printed:
+                    server.send_signal(signal.SIGSTOP)
+                printed.append(text)
+                return len(text)
+
+        monkeypatch.setattr(sys, "stdout", Freezing())
+        status = main(["subscribe", url, "counter?rate=1000", "--demand", "1", "--timeout", "1"])
+    err = capsys.readouterr().err
+    assert (status, printed) == (2, ["0\n"]), err
+    assert err == f"rstreams subscribe: {url} sent nothing for 1 s (--timeout S; 0: wait for ever)\n"
 
 
 def _first_bytes_then_read(listening: socket.socket, first: bytes) -> None:
