@@ -159,6 +159,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private int attempts;
     private boolean ackQueued;
     private ScheduledFuture<?> expiry;
+    /** The loop's clock when the current transport was last read from, and the stall timer it arms (§16.7). */
+    private long heardAt;
+    private ScheduledFuture<?> stallTimer;
     // input backpressure (§6.3): replies among the unsent bytes; reading paused while they back up
     private final ReplyLedger ledger = new ReplyLedger();
     private boolean backedUp;
@@ -547,6 +550,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             bytesRead += buf.readableBytes();
             if (replay != null) {
                 replay.received(buf.readableBytes());
+                heardAt = loopNanos();
             }
             if (buf.nioBufferCount() == 1) {
                 conn.receiveData(buf.nioBuffer());
@@ -1012,6 +1016,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         if (expiry != null) {
             expiry.cancel(false);
         }
+        cancelStall();
         if (handshakeTimer != null) {
             handshakeTimer.cancel(false);
         }
@@ -1169,6 +1174,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         resumeActive = true;
+        watchStall();
         if (conn.side() == Connection.Side.SERVER) {
             byte[] token = new byte[16];
             new java.security.SecureRandom().nextBytes(token);
@@ -1241,6 +1247,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /** The transport broke: the client reconnects, the server waits for a resume (§16.3). */
     private void detach() {
         linkUp = false;
+        cancelStall();
         resumeReading(); // the unread timer is the broken transport's, not the session's
         if (conn.side() == Connection.Side.CLIENT) {
             attempts = 0;
@@ -1250,6 +1257,49 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                     + options.resume().sessionTimeout().toSeconds() + " s (PROTOCOL.md §16.3)"),
                     options.resume().sessionTimeout().toMillis(), TimeUnit.MILLISECONDS);
         }
+    }
+
+    /** The time on this connection's loop (virtual on a test's EmbeddedChannel), in nanoseconds. */
+    private long loopNanos() {
+        return loop() instanceof io.netty.util.concurrent.AbstractScheduledEventExecutor clock ? clock.ticker().nanoTime() : System.nanoTime();
+    }
+
+    /** Arms the stall timer for the current transport, due STALL_TIMEOUT_MILLIS after it was last heard (§16.7). */
+    private void watchStall() {
+        cancelStall();
+        if (!resumeActive || !linkUp || ended) {
+            return;
+        }
+        long left = heardAt + TimeUnit.MILLISECONDS.toNanos(ResumeFrames.STALL_TIMEOUT_MILLIS) - loopNanos();
+        stallTimer = loop().schedule(this::stallCheck, Math.max(0, left), TimeUnit.NANOSECONDS);
+    }
+
+    private void cancelStall() {
+        if (stallTimer != null) {
+            stallTimer.cancel(false);
+            stallTimer = null;
+        }
+    }
+
+    /**
+     * The stall timer fell due: heard from since, it is armed again; else the transport is taken
+     * for dead (a link that vanished without a reset) and closed at once, past the TLS and
+     * WebSocket layers, and the session recovers as from any break (§16.3): the client
+     * reconnects, the server waits for its resume.
+     */
+    private void stallCheck() {
+        stallTimer = null;
+        if (!resumable() || !linkUp) {
+            return;
+        }
+        if (loopNanos() - heardAt < TimeUnit.MILLISECONDS.toNanos(ResumeFrames.STALL_TIMEOUT_MILLIS)) {
+            watchStall();
+            return;
+        }
+        if (channel instanceof io.netty.channel.socket.SocketChannel) {
+            channel.config().setOption(io.netty.channel.ChannelOption.SO_LINGER, 0);
+        }
+        channel.pipeline().firstContext().close(); // its channelInactive detaches the session
     }
 
     /** A client's attempt to resume did not work out: try again after a backoff, or give up. */
@@ -1320,6 +1370,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             expiry = null;
         }
         lastActivity = System.nanoTime();
+        heardAt = loopNanos(); // the peer was heard on this transport: its resume, or the answer to ours
+        watchStall();
         if (sendResumed) {
             newCtx.write(Unpooled.wrappedBuffer(ResumeFrames.resumed(replay.receivedPosition())));
         }

@@ -328,6 +328,69 @@ public class ResumeTest {
         channel.finishAndReleaseAll();
     }
 
+    /** A resuming endpoint on an EmbeddedChannel whose clock moves only when the test says so, its hello exchanged. */
+    private static EmbeddedChannel resuming(Endpoint endpoint, Frame... fromPeer) {
+        EmbeddedChannel channel = new EmbeddedChannel(endpoint);
+        channel.freezeTime();
+        for (Frame f : fromPeer) {
+            channel.writeInbound(Unpooled.wrappedBuffer(FrameWriter.encode(f, 0)));
+        }
+        channel.runPendingTasks();
+        assertTrue(endpoint.facade().activeExtensions().contains(3L), endpoint.facade().activeExtensions().toString());
+        return channel;
+    }
+
+    private static void advance(EmbeddedChannel channel, long millis) {
+        channel.advanceTimeBy(millis, TimeUnit.MILLISECONDS);
+        channel.runScheduledPendingTasks();
+        channel.runPendingTasks();
+    }
+
+    @Test(timeOut = 10_000)
+    public void aTransportSilentForTheStallTimeoutIsReplaced() throws Exception {
+        // §16.7's stall_timeout (45 s, as rstreams'): a link that vanished without a reset is
+        // taken for dead once nothing was read on it for that long; each read starts the wait
+        // again. The client closes it and reconnects; the server closes it and waits for the resume.
+        List<Integer> attempts = new ArrayList<>();
+        Endpoint client = new Endpoint(Connection.Side.CLIENT, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
+                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, (session, attempt) -> attempts.add(attempt)),
+                null, true));
+        EmbeddedChannel channel = resuming(client, new Frame.Hello(true, 0, List.of(3L)),
+                new Frame.Extension(FrameType.RESUME_TOKEN, new byte[16]));
+        advance(channel, 30_000);
+        channel.writeInbound(Unpooled.wrappedBuffer(FrameWriter.encode(new Frame.Extension(FrameType.RESUME_ACK, ResumeFrames.varint(0)), 0)));
+        advance(channel, ResumeFrames.STALL_TIMEOUT_MILLIS - 1); // 45 s since the hello, not since the last read
+        assertTrue(channel.isOpen(), "closed before the stall timeout counted from the last read");
+        advance(channel, 1);
+        assertTrue(!channel.isOpen(), "a transport silent for the stall timeout stayed open");
+        assertTrue(!client.closedFuture().isDone(), "the session ended with its transport");
+        advance(channel, ResumeFrames.BACKOFF_MILLIS);
+        assertEquals(attempts, List.of(1), "the client reconnects after its first backoff");
+        channel.finishAndReleaseAll();
+
+        List<Boolean> forgotten = new ArrayList<>();
+        Endpoint.Sessions table = new Endpoint.Sessions() {
+            @Override
+            public void register(byte[] token, Endpoint endpoint) {}
+
+            @Override
+            public void forget(byte[] token, Endpoint endpoint) {
+                forgotten.add(true);
+            }
+        };
+        Endpoint server = new Endpoint(Connection.Side.SERVER, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
+                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), table, null), null, true));
+        EmbeddedChannel accepted = resuming(server, new Frame.Hello(false, 0, List.of(3L)));
+        advance(accepted, ResumeFrames.STALL_TIMEOUT_MILLIS - 1);
+        assertTrue(accepted.isOpen(), "closed before the stall timeout");
+        advance(accepted, 1);
+        assertTrue(!accepted.isOpen(), "a transport silent for the stall timeout stayed open");
+        assertTrue(!server.closedFuture().isDone() && forgotten.isEmpty(), "the session ended instead of waiting for its resume");
+        advance(accepted, 30_000); // the session timeout
+        assertTrue(server.closedFuture().isDone(), "the session outlived its session timeout");
+        accepted.finishAndReleaseAll();
+    }
+
     @Test(timeOut = 10_000)
     public void anAttemptStalledInItsOpeningHandshakeIsClosedAtTheAttemptTimeout() {
         // The attempt's clock started when the transport was up, after a TLS or WebSocket
