@@ -8,7 +8,8 @@ import java.util.function.Function;
  * A channel's input as its factory receives it (PROTOCOL.md §21.3): a publisher that may be
  * subscribed to once. Its subscriber's {@code request(n)} becomes inputRequest, its
  * {@code cancel} inputCancel (§21.4, §21.5); the opener's elements reach {@code onNext} on the
- * connection's I/O thread, split ones joined (§21.6). It ends with the opener's inputComplete
+ * connection's I/O thread, split ones joined (§21.6); the requests made in one turn of that
+ * thread go out as one inputRequest, their sum, as rstreams sends them. It ends with the opener's inputComplete
  * ({@code onComplete}) or inputError ({@code onError} with a {@link ChannelInputException}
  * carrying its text), or with the output: when the subscription ends first (terminal signal
  * sent, cancel, or the connection's end) a running input fails with an {@link IllegalStateException}
@@ -26,6 +27,9 @@ final class ChannelInput<T> implements Flow.Publisher<T> {
     /** Set once the input ended (before its subscriber may have heard it): null while running. */
     private Throwable end;
     private boolean ended;
+    /** Requested by the subscriber, not yet sent: one inputRequest per I/O-thread turn, as rstreams coalesces them. */
+    private long pending;
+    private boolean requestQueued;
 
     ChannelInput(Endpoint endpoint, long id, Function<byte[], T> decode) {
         this.endpoint = endpoint;
@@ -78,7 +82,20 @@ final class ChannelInput<T> implements Flow.Publisher<T> {
             s.onError(new IllegalArgumentException("rule 3.9: request(" + n + ") must be positive"));
             return;
         }
-        endpoint.requestInput(id, n);
+        pending = io.rstreams.wire.Connection.addDemand(pending, n);
+        if (!requestQueued) {
+            requestQueued = true;
+            endpoint.execute(this::sendRequest); // after what this turn does: its other requests add up
+        }
+    }
+
+    private void sendRequest() {
+        requestQueued = false;
+        long n = pending;
+        pending = 0;
+        if (n > 0 && !ended && subscriber != null) {
+            endpoint.requestInput(id, n);
+        }
     }
 
     private void cancelled() {
