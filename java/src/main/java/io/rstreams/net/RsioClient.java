@@ -118,7 +118,7 @@ public final class RsioClient implements AutoCloseable {
                 result.complete(conn);
             } else {
                 result.completeExceptionally(new IOException("can't connect to " + url + ": the "
-                        + (u.secure() ? "TLS" : "") + (u.websocket() ? " WebSocket" : "") + " handshake failed", error));
+                        + (u.secure() ? "TLS " : "") + (u.websocket() ? "WebSocket " : "") + "handshake failed", error));
             }
         });
         return result;

@@ -189,6 +189,8 @@ public class WebSocketLimitsTest {
                 ExecutionException failed = expectThrows(
                         ExecutionException.class, () -> opening.get(40, TimeUnit.SECONDS));
                 assertTrue(failed.getCause() != null, failed.toString());
+                assertEquals(failed.getCause().getMessage(), "can't connect to ws://127.0.0.1:" + silent.getLocalPort()
+                        + "/rsio: the WebSocket handshake failed");
                 long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
                 assertTrue(took < 9_000, "the opening took " + took + " ms: not bounded by handshakeTimeout (Netty's own is 10 s)");
             }
