@@ -62,39 +62,54 @@ async function extensionServer(url = "tcp://127.0.0.1:0", extra = {}) {
   return { server, seen };
 }
 
-/** The JSON lines the Python client prints for `scenario` against `url`. */
-async function pythonClient(scenario, url, ...rest) {
-  const run = await pythonLines([CLIENT, scenario, url, ...rest]);
-  assert.equal(run.code, 0, run.stderr);
-  return run.lines.map((line) => JSON.parse(line));
-}
-
 const byName = (results) => results.map((r) => [r.name, r.items ?? r.error]);
+
+const SCENARIOS = ["content", "metadata", "codes", "messages", "channel", "old"];
 
 describe("the Python client against listen()", { skip }, () => {
   let server;
   let seen;
-  before(async () => { ({ server, seen } = await extensionServer()); });
+  // One Python process runs the scenarios in turn, each on a connection of its own. Each one's
+  // result lines, and the authorize calls the server made meanwhile (a scenario's results, and
+  // the next one's first line, come back after the server's calls for it)
+  const scenarios = {};
+  before(async () => {
+    ({ server, seen } = await extensionServer());
+    let current = null;
+    const run = await pythonLines([CLIENT, SCENARIOS.join(","), server.url], (line) => {
+      const parsed = JSON.parse(line);
+      if (parsed.scenario === undefined) current.results.push(parsed);
+      else {
+        if (current !== null) current.authorized = seen.authorized.slice(current.authorizedFrom);
+        current = { results: [], authorizedFrom: seen.authorized.length };
+        scenarios[parsed.scenario] = current;
+      }
+    });
+    assert.equal(run.code, 0, run.stderr);
+    current.authorized = seen.authorized.slice(current.authorizedFrom);
+  });
   after(async () => { await server?.close(); });
 
-  test("§17: content types announced per publisher: the Python client decodes without a codec", async () => {
-    const results = await pythonClient("content", server.url);
+  /** The JSON lines the Python client printed for `scenario`. */
+  const pythonClient = (scenario) => scenarios[scenario].results;
+
+  test("§17: content types announced per publisher: the Python client decodes without a codec", () => {
+    const results = pythonClient("content");
     assert.deepEqual(byName(results), [["ints", [1, 2, -3]], ["rows", [{ a: 1 }, { b: "é" }]]]);
   });
 
-  test("§18: metadata reaches authorize and the publisher factory", async () => {
-    seen.authorized.length = 0;
-    const results = await pythonClient("metadata", server.url);
+  test("§18: metadata reaches authorize and the publisher factory", () => {
+    const results = pythonClient("metadata");
     assert.deepEqual(results[0], { name: "echo", items: [
       "traceparent=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "x-tenant=acme"] });
     assert.deepEqual(results[1].error, { type: "Unauthorized", code: 4,
       message: "unauthorized: subscribe to 'secret' is not allowed for this principal (PROTOCOL.md §15.4)" });
     assert.deepEqual(results[2], { name: "secret", items: ["the secret"] });
-    assert.deepEqual(seen.authorized, [["echo", "acme"], ["secret", "acme"], ["secret", "root"]]);
+    assert.deepEqual(scenarios.metadata.authorized, [["echo", "acme"], ["secret", "acme"], ["secret", "root"]]);
   });
 
-  test("§19: refusals are typed errors: unknown 2, a coded factory error its code, a failing factory 9, authorize 4", async () => {
-    const results = await pythonClient("codes", server.url);
+  test("§19: refusals are typed errors: unknown 2, a coded factory error its code, a failing factory 9, authorize 4", () => {
+    const results = pythonClient("codes");
     assert.deepEqual(results.map((r) => [r.name, r.error.type, r.error.code]), [
       ["nothing/here", "UnknownPublisher", 2], ["busy", "Unavailable", 8], ["broken", "InternalError", 9],
       ["secret", "Unauthorized", 4]]);
@@ -102,20 +117,19 @@ describe("the Python client against listen()", { skip }, () => {
     assert.equal(results[2].error.message, "publisher 'broken' could not be created: its factory failed (PROTOCOL.md §19.2)");
   });
 
-  test("§20: messages reach the handlers, within the credit the server grants", async () => {
-    seen.inbox.length = 0;
-    const [result] = await pythonClient("messages", server.url);
+  test("§20: messages reach the handlers, within the credit the server grants", () => {
+    const [result] = pythonClient("messages");
     assert.deepEqual(result.inbox, ["click=click", "key=key", "click=click"]);
   });
 
-  test("§21: a channel: the input streams to the factory's Publisher, the output comes back; §21.6: a split input element", async () => {
-    const [result, large] = await pythonClient("channel", server.url);
+  test("§21: a channel: the input streams to the factory's Publisher, the output comes back; §21.6: a split input element", () => {
+    const [result, large] = pythonClient("channel");
     assert.deepEqual(result.items, ["A", "BC", "DEF"]);
     assert.deepEqual(large, { sizes: [150_000, 1], upper: [true, true] });
   });
 
-  test("a Python client without extensions 4-9 gets what it got before: bytes, no codes, no metadata", async () => {
-    const results = await pythonClient("old", server.url);
+  test("a Python client without extensions 4-9 gets what it got before: bytes, no codes, no metadata", () => {
+    const results = pythonClient("old");
     const [ints, rows, echo, secretAcme, secretRoot, unknown, busy] = results;
     assert.deepEqual(ints.items, ["\u0001\u0000\u0000\u0000\u0000\u0000\u0000\u0000",
       "\u0002\u0000\u0000\u0000\u0000\u0000\u0000\u0000", "fdffffffffffffff"]); // bytes (UTF-8 or hex)
