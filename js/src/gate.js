@@ -59,7 +59,7 @@ export class AuthGate {
   subscribe(frame) {
     if (this.pending) {
       if (this._held.has(frame.subscriber)) {
-        throw new ProtocolError(`subscribe for subscriber ${frame.subscriber}, which is still open`, "§5.3");
+        throw new ProtocolError(`subscribe reuses subscriber id ${frame.subscriber} before its subscription ended`, "§5.3");
       }
       this._held.set(frame.subscriber, { ...frame });
       return;

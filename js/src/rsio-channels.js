@@ -209,7 +209,7 @@ class ServedInput {
       this._take("inputNextPart");
       const limits = this._conn._limits;
       if (this._conn._parts.size + this._channels.partials >= limits.maxPartsInFlight) {
-        throw new ProtocolError(`more than ${limits.maxPartsInFlight} partial elements`, "§11");
+        throw new ProtocolError(`more than maxPartsInFlight=${limits.maxPartsInFlight} split elements at once`, "§11");
       }
       this._partial = { chunks: [], size: 0 };
       this._channels.partials += 1;
@@ -218,20 +218,25 @@ class ServedInput {
     this._partial.chunks.push(bytes);
   }
 
-  /** Count `bytes` more of the split element; false once it grew past maxElementSize (the input ends). */
+  /**
+   * Count `bytes` more of the split element; false once it would grow past maxElementSize (the
+   * input ends). Checked in rstreams' order: the element's size, then the connection's bytes.
+   */
   _grow(bytes) {
     const limits = this._conn._limits;
+    if (this._partial.size + bytes.length > limits.maxElementSize) {
+      const error = new RangeError(`split input element for subscriber ${this.id} grows past max_element_size=`
+        + `${limits.maxElementSize} (PROTOCOL.md §11)`);
+      this._cancel();
+      this._call(this._subscriber, "onError", error);
+      return false;
+    }
+    if (this._conn._partBytes + bytes.length > limits.maxReassemblyBytes) {
+      throw new ProtocolError(`split elements in flight exceed maxReassemblyBytes=${limits.maxReassemblyBytes}`, "§11");
+    }
     this._partial.size += bytes.length;
     this._conn._partBytes += bytes.length;
-    if (this._conn._partBytes > limits.maxReassemblyBytes) {
-      throw new ProtocolError(`more than ${limits.maxReassemblyBytes} bytes in partial elements`, "§11");
-    }
-    if (this._partial.size <= limits.maxElementSize) return true;
-    const error = new RangeError(`split input element for subscriber ${this.id} grows past max_element_size=`
-      + `${limits.maxElementSize} (PROTOCOL.md §11)`);
-    this._cancel();
-    this._call(this._subscriber, "onError", error);
-    return false;
+    return true;
   }
 
   /** Drop a partly received element, and its bytes from the connection's count. */

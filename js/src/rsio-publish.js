@@ -439,7 +439,7 @@ export class ServingTable {
   subscribe(frame) {
     const { subscriber: id, publisher: name, initial_demand: initial } = frame;
     if (this.streams.has(id)) {
-      throw new ProtocolError(`subscribe for subscriber ${id}, which is still open`, "§5.3");
+      throw new ProtocolError(`subscribe reuses subscriber id ${id} before its subscription ended`, "§5.3");
     }
     if (initial > UNBOUNDED) {
       return this._refuse(id, `rule 3.9: initialDemand ${initial} is above 2**63 - 1 (PROTOCOL.md §6.2)`, INVALID_DEMAND);
@@ -517,8 +517,8 @@ export class ServingTable {
     const stream = this.streams.get(frame.subscriber);
     if (stream === undefined || stream.done) return; // §5.4: may have crossed our terminal signal
     if (frame.demand === 0n || frame.demand > UNBOUNDED) {
-      this.fail(stream, `rule 3.9: request(n) needs 0 < n < 2**63, got ${frame.demand} (PROTOCOL.md §6.2)`,
-        INVALID_DEMAND);
+      const what = frame.demand === 0n ? "0" : `${frame.demand} (a negative 64-bit number)`; // rstreams' words
+      this.fail(stream, `rule 3.9: request(${what}) is illegal (PROTOCOL.md §6.2)`, INVALID_DEMAND);
       return;
     }
     const sum = stream.wanted + frame.demand;

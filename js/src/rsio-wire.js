@@ -118,16 +118,18 @@ export function decodeVarint(bytes, offset) {
   for (let i = 0; i < 10; i++) {
     if (offset + i >= bytes.length) return null;
     const byte = bytes[offset + i];
-    if (i === 9 && byte > 0x01) throw new ProtocolError("varint is 2**64 or more", "§2.1");
+    if (i === 9 && byte > 0x01) throw new ProtocolError(OVER_LONG, "§2.1");
     value |= BigInt(byte & 0x7f) << shift;
     if (byte < 0x80) {
-      if (byte === 0 && i > 0) throw new ProtocolError("non-minimal varint encoding", "§2.1");
+      if (byte === 0 && i > 0) throw new ProtocolError("non-minimal varint encoding (trailing 0x00 byte)", "§2.1");
       return { value, next: offset + i + 1 };
     }
     shift += 7n;
   }
-  throw new ProtocolError("varint longer than 10 bytes", "§2.1");
+  throw new ProtocolError(OVER_LONG, "§2.1");
 }
+
+const OVER_LONG = "over-long varint: more than 10 bytes or a value above 2**64-1";
 
 // -- encoding ---------------------------------------------------------------------------------
 
@@ -254,13 +256,10 @@ class Reader {
     return got.value;
   }
 
-  /**
-   * A varint of at most `limit`, the option `option` of `this.limits`; above it a ProtocolError
-   * (§11) names `what` it is, its value, and the option with its value, so a peer reads which limit.
-   */
-  number(limit, what, option, unit = " bytes") {
+  /** A varint of at most `limit`; above it a ProtocolError (§11) with the text `tooLarge(value)`. */
+  number(limit, tooLarge) {
     const value = this.bigint();
-    if (value > BigInt(limit)) throw new ProtocolError(`${what} of ${value}${unit} exceeds ${option}=${limit}`, "§11");
+    if (value > BigInt(limit)) throw new ProtocolError(tooLarge(value), "§11");
     return Number(value);
   }
 
@@ -280,19 +279,33 @@ class Reader {
     return data;
   }
 
-  /** A length-prefixed field (`what` it is, for the error) of at most maxElementSize bytes, or of `option`'s limit. */
-  bytesField(what, option = "maxElementSize") {
-    return this.raw(this.number(this.limits[option], what, option));
+  /** A length-prefixed field (`what` it is, for the error) of at most maxStringLength bytes. */
+  stringBytes(what) {
+    const limit = this.limits.maxStringLength;
+    return this.raw(this.number(limit, (length) => `${what} of ${length} bytes exceeds maxStringLength=${limit}`));
+  }
+
+  /** A length-prefixed field of subscriber `subscriber`'s (`what` it is) of at most maxElementSize bytes. */
+  elementBytes(what, subscriber) {
+    return this.raw(this.number(this.limits.maxElementSize, (length) => tooLarge(what, length, subscriber, this.limits)));
   }
 
   string(what) {
-    const data = this.bytesField(what, "maxStringLength");
+    const data = this.stringBytes(what);
     try {
       return strictUtf8.decode(data);
     } catch {
-      throw new ProtocolError("invalid UTF-8 in a string", "§2.2");
+      throw new ProtocolError(`${what} is not valid UTF-8`, "§2.2");
     }
   }
+}
+
+/**
+ * The text of a size above maxElementSize (§11), in rstreams' words but for the limit, which is
+ * named as this binding's option (as for every limit).
+ */
+function tooLarge(what, size, subscriber, limits) {
+  return `${what} of ${size} bytes for subscriber ${subscriber} exceeds maxElementSize=${limits.maxElementSize}`;
 }
 
 function hello(type, r) {
@@ -303,7 +316,8 @@ function hello(type, r) {
     // the connection closes on it before it asks for another frame.
     return { type, version, extensions: [] };
   }
-  const count = r.number(r.limits.maxExtensions, `${type} extension count`, "maxExtensions", "");
+  const limit = r.limits.maxExtensions;
+  const count = r.number(limit, (n) => `hello lists ${n} extensions, more than maxExtensions=${limit}`);
   const ids = [];
   for (let i = 0; i < count; i++) ids.push(small(r.bigint()));
   return { type, version, extensions: ids };
@@ -321,34 +335,46 @@ const DECODERS = {
     initial_demand: r.bigint() }),
   [CODES.request]: (r) => ({ type: "request", subscriber: r.id(), demand: r.bigint() }),
   [CODES.cancel]: (r) => ({ type: "cancel", subscriber: r.id() }),
-  [CODES.onSubscribe]: (r) => ({ type: "onSubscribe", subscriber: r.id(),
-    element_size: r.number(r.limits.maxElementSize, "onSubscribe elementSize", "maxElementSize") }),
+  [CODES.onSubscribe]: (r) => {
+    const subscriber = r.id();
+    const size = r.number(r.limits.maxElementSize, (n) => tooLarge("onSubscribe elementSize", n, subscriber, r.limits));
+    return { type: "onSubscribe", subscriber, element_size: size };
+  },
   [CODES.onNext]: (r, sizeOf) => {
     const subscriber = r.id();
     const size = sizeOf(subscriber);
-    return { type: "onNext", subscriber, element: size ? r.raw(size) : r.bytesField(`onNext element for subscriber ${subscriber}`) };
+    return { type: "onNext", subscriber, element: size ? r.raw(size) : r.elementBytes("onNext element", subscriber) };
   },
   [CODES.onNextPacked]: (r, sizeOf) => {
     const subscriber = r.id();
+    const count = r.bigint();
     const size = sizeOf(subscriber);
-    if (!size) throw new ProtocolError(`onNextPacked for subscriber ${subscriber}, whose elementSize is 0`, "§7");
-    const count = r.number(Math.floor(r.limits.maxElementSize / size),
-      `onNextPacked for subscriber ${subscriber}: a count`, `maxElementSize / elementSize ${size}`, "");
-    if (count === 0) throw new ProtocolError(`onNextPacked with count 0 for subscriber ${subscriber}`, "§7");
-    return { type: "onNextPacked", subscriber, count, elements: r.raw(count * size) };
+    if (!size) throw new ProtocolError(`onNextPacked for subscriber ${subscriber}, whose onSubscribe had elementSize 0`, "§7");
+    if (count === 0n) throw new ProtocolError(`onNextPacked for subscriber ${subscriber} with count 0`, "§7");
+    const total = count * BigInt(size);
+    if (total > BigInt(r.limits.maxElementSize)) {
+      throw new ProtocolError(tooLarge("onNextPacked payload", total, subscriber, r.limits), "§11");
+    }
+    return { type: "onNextPacked", subscriber, count: Number(count), elements: r.raw(Number(total)) };
   },
-  [CODES.onNextPart]: (r) => ({ type: "onNextPart", subscriber: r.id(), element_id: r.id(),
-    data: r.bytesField("onNextPart data") }),
-  [CODES.onNextLastPart]: (r) => ({ type: "onNextLastPart", subscriber: r.id(), element_id: r.id(),
-    data: r.bytesField("onNextLastPart data") }),
+  [CODES.onNextPart]: (r) => part("onNextPart", r),
+  [CODES.onNextLastPart]: (r) => part("onNextLastPart", r),
   [CODES.onComplete]: (r) => ({ type: "onComplete", subscriber: r.id() }),
-  [CODES.onError]: (r) => ({ type: "onError", subscriber: r.id(), error: r.string("onError text") }),
+  [CODES.onError]: (r) => ({ type: "onError", subscriber: r.id(), error: r.string("onError error") }),
 };
+
+function part(type, r) {
+  const subscriber = r.id();
+  const elementId = r.id();
+  return { type, subscriber, element_id: elementId, data: r.elementBytes("onNextPart data", subscriber) };
+}
 
 /** Every extension message has one wire form, whatever the extension (§4.4): type, length, payload. */
 function decodeExtension(r) {
-  return { type: "extension", code: r.bytes[0], payload: r.bytesField(`extension message 0x${r.bytes[0].toString(16)} payload`,
-    "maxStringLength") };
+  if (extensionOf(r.bytes[0]) === undefined) { // refused at its type byte, as rstreams does
+    throw new ProtocolError(`message type 0x${r.bytes[0].toString(16)} belongs to no extension this endpoint knows`, "§4.4");
+  }
+  return { type: "extension", code: r.bytes[0], payload: r.stringBytes(`extension message 0x${r.bytes[0].toString(16)} payload`) };
 }
 
 /**
@@ -380,7 +406,7 @@ export class FrameDecoder {
     const bytes = this.chunks.length === 1 ? this.chunks[0] : concat(this.chunks);
     const decode = bytes[0] >= 0x80 ? decodeExtension : DECODERS[bytes[0]];
     if (decode === undefined) {
-      throw new ProtocolError(`unknown or reserved message type 0x${bytes[0].toString(16).padStart(2, "0")}`, "§3");
+      throw new ProtocolError(`unknown message type 0x${bytes[0].toString(16).padStart(2, "0")}`, "§3");
     }
     const reader = new Reader(bytes, 1, this.limits);
     let frame;

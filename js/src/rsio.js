@@ -887,7 +887,8 @@ export class Connection {
         return;
       }
       if (frame.type !== "goodbye") {
-        throw new ProtocolError(`the first message must be ${this._role.peerHello}, got ${frame.type}`, "§4.1");
+        throw new ProtocolError(`the first message must be ${className(this._role.peerHello)}, got ${className(frame.type)}`,
+          "§4.1");
       }
     }
     if (this.state === "CLOSING" && frame.type !== "goodbye" && !Qualifiers.is(frame)) return; // §9.1, §19.1
@@ -900,8 +901,7 @@ export class Connection {
 
   _hello(frame) {
     if (frame.version !== VERSION) {
-      throw new ProtocolError(`${frame.type} with version ${frame.version}; this ${this._role.self} speaks version 0`,
-        "§4.2");
+      throw new ProtocolError(`unsupported protocol version ${frame.version}; this endpoint speaks version 0`, "§4.2");
     }
     this.state = "OPEN";
     this._clock.clearTimeout(this._handshakeTimer);
@@ -938,14 +938,13 @@ export class Connection {
   }
 
   _anotherHello(frame) {
-    const what = frame.type === this._role.peerHello ? `a second ${frame.type}` : `${frame.type} from the ${this._role.peer}`;
-    throw new ProtocolError(what, "§4.1");
+    throw new ProtocolError(`unexpected ${className(frame.type)}: the handshake is over or it is ours`, "§4.1");
   }
 
   _open(frame) {
     const sub = this._subs.get(frame.subscriber);
     if (sub === undefined || !sub._sent) {
-      throw new ProtocolError(`${frame.type} for subscriber ${frame.subscriber}, which has no open subscription`, "§5.2");
+      throw new ProtocolError(`${signalOf(frame.type)} for unknown subscriber id ${frame.subscriber}`, "§5.2");
     }
     return sub;
   }
@@ -953,11 +952,11 @@ export class Connection {
   _element(sub, frame, count) {
     if (sub.state === "CANCELLED") return false; // in flight when we cancelled (§5.2)
     if (sub.state !== "ACTIVE") {
-      throw new ProtocolError(`${frame.type} for subscriber ${sub.id} before its onSubscribe`, "§5.2");
+      throw new ProtocolError(`${signalOf(frame.type)} for subscriber ${sub.id} in state ${sub.state}`, "§5.2");
     }
     if (sub.outstanding !== UNBOUNDED && BigInt(count) > sub.outstanding) {
       throw new ProtocolError(
-        `${frame.type} for subscriber ${sub.id} exceeds the outstanding demand of ${sub.outstanding}`, "§6.3");
+        `${count} element(s) for subscriber ${sub.id} exceed the outstanding demand of ${sub.outstanding}`, "§6.3");
     }
     return true;
   }
@@ -974,25 +973,26 @@ export class Connection {
         return;
       }
       if (this._parts.size + this._channels.partials >= this._limits.maxPartsInFlight) { // with split inputs (§21.6)
-        throw new ProtocolError(`more than ${this._limits.maxPartsInFlight} partial elements`, "§11");
+        throw new ProtocolError(`more than maxPartsInFlight=${this._limits.maxPartsInFlight} split elements at once`, "§11");
       }
       if (sub.outstanding !== UNBOUNDED) sub.outstanding -= 1n; // the first part takes the demand (§8)
       partial = { sub: sub.id, chunks: [], size: 0 };
       this._parts.set(key, partial);
     }
-    partial.chunks.push(frame.data.slice());
-    partial.size += frame.data.length;
-    this._partBytes += frame.data.length;
-    if (this._partBytes > this._limits.maxReassemblyBytes) {
-      throw new ProtocolError(`more than ${this._limits.maxReassemblyBytes} bytes in partial elements`, "§11");
-    }
-    if (partial.size > this._limits.maxElementSize) {
+    // checked in rstreams' order: the element's size (this subscription), then the connection's bytes
+    if (partial.size + frame.data.length > this._limits.maxElementSize) {
       this._dropParts(sub.id);
       sub.cancel();
       sub._finish((s) => s.onError?.(new RangeError(
         `a split element of subscriber ${sub.id} is above max_element_size ${this._limits.maxElementSize} (PROTOCOL.md §8)`)));
       return;
     }
+    if (this._partBytes + frame.data.length > this._limits.maxReassemblyBytes) {
+      throw new ProtocolError(`split elements in flight exceed maxReassemblyBytes=${this._limits.maxReassemblyBytes}`, "§11");
+    }
+    partial.chunks.push(frame.data.slice());
+    partial.size += frame.data.length;
+    this._partBytes += frame.data.length;
     if (last) {
       this._parts.delete(key);
       this._partBytes -= partial.size;
@@ -1019,11 +1019,10 @@ export class Connection {
 
   _terminal(frame) {
     const sub = this._open(frame);
-    if (frame.type === "onComplete") {
-      for (const partial of this._parts.values()) {
-        if (partial.sub === sub.id && sub.state !== "CANCELLED") {
-          throw new ProtocolError(`onComplete for subscriber ${sub.id} with an unfinished split element`, "§8");
-        }
+    if (frame.type === "onComplete" && sub.state !== "CANCELLED") {
+      const unfinished = [...this._parts.values()].filter((partial) => partial.sub === sub.id).length;
+      if (unfinished > 0) {
+        throw new ProtocolError(`onComplete for subscriber ${sub.id} with ${unfinished} unfinished split element(s)`, "§8");
       }
     }
     this._dropParts(sub.id);
@@ -1039,16 +1038,13 @@ export class Connection {
   // -- extensions (§4.4, §14, §15) --------------------------------------------------------------
   _extension(frame) {
     const code = `0x${frame.code.toString(16)}`;
-    const owner = extensionOf(frame.code);
-    if (owner === undefined) {
-      throw new ProtocolError(`message type ${code} belongs to no extension this ${this._role.self} knows`, "§4.4");
-    }
+    const owner = extensionOf(frame.code); // (one no extension owns is refused by the decoder)
     if (!this.extensions.has(owner.id)) {
-      throw new ProtocolError(`message type ${code} belongs to extension ${owner.name} (id ${owner.id}), `
+      throw new ProtocolError(`message type ${code} belongs to extension ${extensionName(owner)}, `
         + "which is not active on this connection", "§4.4");
     }
     if (owner.reserved.includes(frame.code)) {
-      throw new ProtocolError(`message type ${code} is reserved by extension ${owner.name} (id ${owner.id})`, "§4.4");
+      throw new ProtocolError(`message type ${code} is reserved by extension ${extensionName(owner)}`, "§4.4");
     }
     if (owner.id === KEEPALIVE.id) this._keepalive(frame, code);
     else if (owner.id === AUTH.id && this._gate !== null) this._gate.message(frame.code, frame.payload);
@@ -1204,6 +1200,21 @@ export class Connection {
   }
 }
 
+
+/** A frame type as rstreams' reasons name it, its class: "clientHello" -> "ClientHello", "extension" -> "ExtensionMessage". */
+function className(type) {
+  return type === "extension" ? "ExtensionMessage" : type[0].toUpperCase() + type.slice(1);
+}
+
+/** The signal a received frame is, as rstreams' reasons name it (§5.2): a part or a pack is an onNext. */
+function signalOf(type) {
+  return type.startsWith("onNext") ? "onNext" : type;
+}
+
+/** An extension as rstreams' reasons name it: "content-types (id 4)". */
+function extensionName(extension) {
+  return `${extension.name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} (id ${extension.id})`;
+}
 /** A channel's input as a Publisher: a Publisher as it is, an (async) iterable through fromIterable/fromAsyncIterable. */
 function inputPublisher(input) {
   if (input !== null && typeof input === "object" && typeof input.subscribe === "function") return input;
@@ -1300,7 +1311,7 @@ const HANDLERS = {
     const sub = conn._open(frame);
     if (sub.state === "SUBSCRIBED") sub.state = "ACTIVE";
     else if (sub.state !== "CANCELLED") {
-      throw new ProtocolError(`a second onSubscribe for subscriber ${sub.id}`, "§5.2");
+      throw new ProtocolError(`onSubscribe for subscriber ${sub.id} in state ${sub.state}`, "§5.2");
     }
     sub.elementSize = frame.element_size;
     if (frame.contentType !== null && sub.state === "ACTIVE") {

@@ -26,7 +26,7 @@
 // (`dropLink`).
 
 import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeFrame, encodeVarint } from "./rsio-wire.js";
-import { ReplayBuffer, SessionStream, abortLink, position } from "./rsio-resume.js";
+import { ReplayBuffer, SessionStream, abortLink } from "./rsio-resume.js";
 
 const { resumeToken: TOKEN, resume: RESUME, resumed: RESUMED, resumeRefused: REFUSED, resumeAck: ACK } =
   EXTENSIONS.resume.types;
@@ -34,6 +34,24 @@ const MAX_RESUME_PAYLOAD = 256; // bytes of resume's payload read before any ses
 const TOKEN_BYTES = 16;
 const MAX_TOKEN = 64;
 const utf8 = new TextEncoder();
+const RESUME_REASON_BYTES = 200; // resumeRefused's reason, cut between characters (§16.7 allows 256), as rstreams
+
+const hex2 = (code) => code.toString(16).padStart(2, "0");
+
+/** A ProtocolError's text without its "(PROTOCOL.md §N)". */
+const bare = (error) => error.message.replace(/ \(PROTOCOL\.md §[0-9.]+\)$/, "");
+
+/** Send resumeRefused(reason), at most RESUME_REASON_BYTES of it, and close `link`. */
+function refuseResume(link, reason) {
+  let bytes = utf8.encode(reason);
+  if (bytes.length > RESUME_REASON_BYTES) {
+    let end = RESUME_REASON_BYTES;
+    while (end > 0 && (bytes[end] & 0xc0) === 0x80) end -= 1; // not inside a character
+    bytes = bytes.subarray(0, end);
+  }
+  link.send(extension(REFUSED, bytes));
+  link.close();
+}
 
 /** The defaults of rstreams.net.Resume on a server (PROTOCOL.md §16.7), in ms and bytes. */
 export const SERVER_RESUME_DEFAULTS = Object.freeze({
@@ -107,20 +125,19 @@ export class Sessions {
   _resume(link, token, at, rest) {
     const session = this._byToken.get(hex(token));
     const refuse = (reason) => {
-      link.send(extension(REFUSED, utf8.encode(reason)));
-      link.close();
+      refuseResume(link, reason);
       return reason;
     };
     if (session === undefined) return refuse("unknown or expired session token (PROTOCOL.md §16.3)");
     if (rest.length > 0) {
-      session._fail(refuse("the client sent bytes after resume before reading resumed (PROTOCOL.md §16.3)"));
+      session._fail(refuse("bytes after resume, before resumed (PROTOCOL.md §16.3)"));
       return null;
     }
     let replay;
     try {
       replay = session._out.replayFrom(at);
-    } catch {
-      session._fail(refuse(`resume position ${at} is outside what this server can replay (PROTOCOL.md §16.3)`));
+    } catch (error) { // "position P is outside the replay buffer (A..B): ..." (§16.3)
+      session._fail(refuse(error.message));
       return null;
     }
     session._reattach(link, replay);
@@ -231,33 +248,50 @@ export class ServerSession extends SessionStream {
     this._pass(data);
   }
 
-  /** The first bytes are a resume (0x89): once it is complete, the session it names answers. */
+  /**
+   * The first bytes are a resume (0x89): once it is complete, the session it names answers. A
+   * malformed one is refused with rstreams' words, checked in its order (wire/_resume.py).
+   */
   _readResume(link) {
     const bytes = this._first;
     let length;
     try {
       length = decodeVarint(bytes, 1);
-    } catch {
-      length = undefined;
+    } catch (error) {
+      return this._turnAway(link, `message 0x${hex2(RESUME)}: ${bare(error)} (PROTOCOL.md §16.2)`);
     }
-    if (length === null) return; // more to come
-    if (length === undefined || length.value > BigInt(MAX_RESUME_PAYLOAD)) {
-      return this._turnAway(link, `malformed or oversized resume (at most ${MAX_RESUME_PAYLOAD} bytes) (PROTOCOL.md §16.7)`);
+    if (length === null) return undefined; // more to come
+    if (length.value > BigInt(MAX_RESUME_PAYLOAD)) {
+      return this._turnAway(link, `message 0x${hex2(RESUME)} announces a ${length.value}-byte payload; at most `
+        + `${MAX_RESUME_PAYLOAD} in the resume exchange (PROTOCOL.md §16.7)`);
     }
     const end = length.next + Number(length.value);
-    if (bytes.length < end) return; // more to come
+    if (bytes.length < end) return undefined; // more to come
     const payload = bytes.subarray(length.next, end);
+    const varint = (at, what) => {
+      let got;
+      try {
+        got = decodeVarint(payload, at);
+      } catch (error) {
+        throw new Error(`${what}: ${bare(error)}`);
+      }
+      if (got === null) throw new Error(`${what}: the payload ends inside a varint`);
+      return got;
+    };
     let token;
     let at;
     try {
-      const size = decodeVarint(payload, 0);
-      if (size === null || size.value < 1n || size.value > BigInt(MAX_TOKEN)) throw new Error("token size");
+      const size = varint(0, "resume token length");
+      if (size.value < 1n || size.value > BigInt(MAX_TOKEN) || size.next + Number(size.value) > payload.length) {
+        throw new Error(`resume token length ${size.value} is not 1 to ${MAX_TOKEN} bytes`);
+      }
       const tokenEnd = size.next + Number(size.value);
       token = payload.slice(size.next, tokenEnd);
-      at = position(payload.subarray(tokenEnd), "resume");
-      if (token.length !== Number(size.value)) throw new Error("truncated");
-    } catch {
-      return this._turnAway(link, "malformed resume: token (1-64 bytes), then one varint position (PROTOCOL.md §16.2)");
+      const got = varint(tokenEnd, "resume position");
+      if (got.next !== payload.length) throw new Error(`resume: ${payload.length - got.next} byte(s) after the position`);
+      at = got.value;
+    } catch (error) {
+      return this._turnAway(link, `${error.message} (PROTOCOL.md §16.2)`);
     }
     this._abandon();
     this._sessions._resume(link, token, at, bytes.subarray(end));
@@ -266,8 +300,7 @@ export class ServerSession extends SessionStream {
 
   _turnAway(link, reason) {
     this._abandon();
-    link.send(extension(REFUSED, utf8.encode(reason)));
-    link.close();
+    refuseResume(link, reason);
   }
 
   /** This transport is not a session of its own: its Connection goes, unseen. */
@@ -280,6 +313,10 @@ export class ServerSession extends SessionStream {
 
   _ended(link) {
     if (link !== this._link) return;
+    if (this._doorway && this._first?.length) { // a resume cut short: §9.3's truncated message
+      this._turnAway(link, `input ended inside resume (${this._first.length} bytes of an incomplete message) (PROTOCOL.md §9.3)`);
+      return;
+    }
     if (this._resumable()) this._detach();
     else this._finish(null);
   }

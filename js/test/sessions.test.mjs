@@ -158,3 +158,43 @@ test("§16.3: a transport nothing was read from for stallTimeout is dropped with
   assert.equal(serverResumeOptions({ stallTimeout: null }).stallTimeout, null);
   assert.throws(() => serverResumeOptions({ stallTimeout: 0 }), /resume\.stallTimeout/);
 });
+
+/** A transport of `sessions` not yet decided, its Connection dropped unseen if it turns out a resume. */
+async function doorway(sessions, clock) {
+  const link = new FakeTransport();
+  const transport = sessions.session(link);
+  const unseen = new Connection(transport, { role: "server", keepalive: null, clock, onerror: () => {} });
+  transport.onabandon = () => unseen._abandon();
+  await tick();
+  return link;
+}
+
+const resumeOf = (token, position, extra = []) => concat([
+  encodeFrame({ type: "extension", code: 0x89, payload: concat([encodeVarint(token.length), token, encodeVarint(position)]) }),
+  Uint8Array.from(extra)]);
+const refusedWith = (link) => new TextDecoder().decode(link.of("extension", 0x8b).at(-1)?.payload ?? new Uint8Array(0));
+
+test("§16.3, §9.3: resumeRefused in rstreams' words: a position outside the buffer, bytes after resume, input ending inside it", async () => {
+  for (const [what, expected] of [
+    ["outside", /^position 1000000000 is outside the replay buffer \(\d+\.\.\d+\): the two sides disagree on what was received \(PROTOCOL\.md §16\.3\)$/],
+    ["after", /^bytes after resume, before resumed \(PROTOCOL\.md §16\.3\)$/],
+  ]) {
+    const { clock, sessions, link, conn } = await session();
+    const token = link.of("extension", 0x88)[0].payload;
+    link.onend(); // broken: the session waits for its resume
+    const next = await doorway(sessions, clock);
+    next.feed(what === "outside" ? resumeOf(token, 1_000_000_000) : resumeOf(token, 0, [0x05]));
+    await tick();
+    assert.match(refusedWith(next), expected, what);
+    assert.ok(next.closed);
+    await conn.closed; // the session cannot go on (§16.3)
+    assert.equal(sessions.size, 0);
+  }
+  const clock = new ManualClock();
+  const cut = await doorway(new Sessions(serverResumeOptions(true), clock), clock);
+  cut.feed(Uint8Array.of(0x89, 0x05, 0x01));
+  cut.onend();
+  await tick();
+  assert.equal(refusedWith(cut), "input ended inside resume (3 bytes of an incomplete message) (PROTOCOL.md §9.3)");
+  assert.ok(cut.closed);
+});

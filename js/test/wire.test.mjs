@@ -90,11 +90,12 @@ test("a length above a limit names what it measures and the limit's option (§11
   // a peer reads which limit it broke, as rstreams words it (tests/conformance/test_hostile_polyglot.py)
   const cases = [
     ["04 86 80 80 80 80 20", "subscribe publisher name of 1099511627782 bytes exceeds maxStringLength=65536"],
-    ["08 01 80 80 80 80 08", "onNext element for subscriber 1 of 2147483648 bytes exceeds maxElementSize=16777216"],
-    ["01 00 80 80 80 80 10", "clientHello extension count of 4294967296 exceeds maxExtensions=64"],
+    ["08 01 80 80 80 80 08", "onNext element of 2147483648 bytes for subscriber 1 exceeds maxElementSize=16777216"],
+    ["01 00 80 80 80 80 10", "hello lists 4294967296 extensions, more than maxExtensions=64"],
     ["80 ff ff 7f", "extension message 0x80 payload of 2097151 bytes exceeds maxStringLength=65536"],
-    ["07 01 80 80 80 10", "onSubscribe elementSize of 33554432 bytes exceeds maxElementSize=16777216"],
-    ["0a 01 07 80 80 80 10", "onNextPart data of 33554432 bytes exceeds maxElementSize=16777216"],
+    ["07 01 80 80 80 10", "onSubscribe elementSize of 33554432 bytes for subscriber 1 exceeds maxElementSize=16777216"],
+    ["0a 01 07 80 80 80 10", "onNextPart data of 33554432 bytes for subscriber 1 exceeds maxElementSize=16777216"],
+    ["0b 01 07 80 80 80 10", "onNextPart data of 33554432 bytes for subscriber 1 exceeds maxElementSize=16777216"],
   ];
   for (const [bytes, message] of cases) {
     assert.throws(() => decodeAll(unhex(bytes)), (e) => e instanceof ProtocolError && e.section === "§11"
@@ -103,7 +104,7 @@ test("a length above a limit names what it measures and the limit's option (§11
   const decoder = new FrameDecoder(() => 8, { maxElementSize: 64 });
   decoder.push(unhex("09 01 09"));
   assert.throws(() => decoder.next(), (e) => e.message
-    === "onNextPacked for subscriber 1: a count of 9 exceeds maxElementSize / elementSize 8=8 (PROTOCOL.md §11)");
+    === "onNextPacked payload of 72 bytes for subscriber 1 exceeds maxElementSize=64 (PROTOCOL.md §11)");
 });
 
 test("a large element split across many chunks is parsed once it is complete", () => {

@@ -1,0 +1,173 @@
+// What this binding says goodbye with, byte for byte as rstreams (the reference) says it: the
+// same peer bytes fed to a JavaScript Connection and to rstreams.wire's Connection (one Python
+// process for every case) end both with the same goodbye reason. The cases: the 'invalid'
+// vectors of docs/protocol-vectors.json (PROTOCOL.md §13) and the other framing and limit
+// errors of §2, §3, §4, §7, §8 and §11.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { Connection } from "../src/rsio.js";
+import { encodeFrame } from "../src/rsio-wire.js";
+import { Sessions, serverResumeOptions } from "../src/sessions.js";
+import { FakeTransport, ManualClock, tick } from "./support.mjs";
+import { PYTHON, REPO, skip } from "./servers.mjs";
+
+const VECTORS = JSON.parse(readFileSync(new URL("../../docs/protocol-vectors.json", import.meta.url), "utf8"));
+const hex = (bytes) => Buffer.from(bytes).toString("hex");
+const sub = hex(encodeFrame({ type: "subscribe", publisher: "p", subscriber: 1, initial_demand: 1n }));
+
+// [what, side (server-fresh: a server that has read nothing yet), elementSize (a client's subscriber 1
+// answered with it, its subscriber 2 with 0), the peer's bytes after its hello, limits]
+const CASES = [
+  ...VECTORS.invalid.map((v) => [v.note, v.element_size ? "client" : "server", v.element_size, v.hex.replace(/\s+/g, ""), {}]),
+  ["a request's demand varint of 11 bytes", "server", 0, `${sub}0501${"ff".repeat(10)}01`],
+  ["a subscribe name that is not UTF-8", "server", 0, "0401ff0101"],
+  ["an onError text that is not UTF-8", "client", 0, "0d0101ff"],
+  ["an onError text above max_string_length", "client", 0, "0d0181800400"],
+  ["a subscribe name above max_string_length", "server", 0, "0481800400"],
+  ["onSubscribe's elementSize above max_element_size", "client", 0, "070281808008"],
+  ["onNextPart data above max_element_size", "client", 0, "0a010081808008"],
+  ["onNextLastPart data above max_element_size", "client", 0, "0b010081808008"],
+  ["onNextPacked beyond max_element_size", "client", 8, "090181808001"],
+  ["onNextPacked for a stream of elementSize 0", "client", 0, "090101"],
+  ["an extension message no extension owns", "server", 0, "fe00"],
+  ["an extension message no extension owns, its length above max_string_length", "server", 0, "fe81800400"],
+  ["an extension payload above max_string_length", "server", 0, "8081800400"],
+  ["an extension message of an extension not active", "server", 0, "9000"],
+  ["request(0)", "server", 0, `${sub}050100`],
+  ["request(2**64 - 1)", "server", 0, `${sub}0501${"ff".repeat(9)}01`],
+  ["a subscribe for an id still open", "server", 0, `${sub}${sub}`],
+  ["a second hello", "server", 0, "010000"],
+  ["the client's hello sent to the client", "client", 0, "010000"],
+  ["a hello of version 1", "server-fresh", 0, "010100"],
+  ["a subscribe before the hello", "server-fresh", 0, "0401700101"],
+  ["onNext from the client", "server", 0, "08010161"],
+  ["onNext for a subscriber never subscribed", "client", 0, "08030161"],
+  ["onComplete with an unfinished split element", "client", 0, "0a01000161" + "0c01"],
+  ["split elements beyond max_parts_in_flight", "client", 0, "0a01000161" + "0a02000161", { max_parts_in_flight: 1 }],
+  ["split elements beyond max_reassembly_bytes", "client", 0, `0a010008${"61".repeat(8)}0a020008${"62".repeat(8)}`,
+    { max_element_size: 10, max_reassembly_bytes: 10 }],
+  ["a second onSubscribe", "client", 0, "070100"],
+  ["two elements beyond a demand of one", "client", 0, "080101610801016208010163"],
+  ["onNextPacked beyond the demand", "client", 8, `0901020${"0".repeat(31)}`],
+];
+
+// [what, the first bytes of a transport to a server with resume (PROTOCOL.md §16.3)]: a resume it
+// refuses for its form, before any session is looked up
+const RESUMES = [
+  ["a resume payload above 256 bytes", "898102"],
+  ["a non-minimal length varint", "898000"],
+  ["an over-long length varint", `89${"ff".repeat(10)}01`],
+  ["a token length of 0", "89020000"],
+  ["a token length of 65", "89024100"],
+  ["a token longer than the payload", "89030561aa"],
+  ["a payload ending inside the token length", "890180"],
+  ["a non-minimal token length", "8903800000"],
+  ["a payload ending inside the position", "89030161" + "80"],
+  ["a non-minimal position", "8904016180" + "00"],
+  ["a byte after the position", "8904016100" + "00"],
+];
+
+/** rstreams' goodbye reason and onError text for each case, and its resumeRefused reason for each resume (one Python process). */
+function run() {
+  const source = `
+import json, sys
+from rstreams.wire import ClientHello, Connection, ConnectionClosed, ConnectionConfig, FrameParser, OnError, OnSubscribe, ServerHello, Side, Subscribe, encode
+from rstreams.wire._resume import ResumeError, parse_resume_request
+cases, resumes = json.load(sys.stdin)
+out = []
+for what, side, size, data, limits in cases:
+    if side.startswith("server"):
+        core = Connection(Side.SERVER, ConnectionConfig(**limits))
+        if side == "server":
+            core.receive_data(encode(ClientHello()))
+    else:
+        core = Connection(Side.CLIENT, ConnectionConfig(**limits))
+        core.receive_data(encode(ServerHello()))
+        core.send(Subscribe(publisher="p", subscriber=1, initial_demand=1))
+        core.send(Subscribe(publisher="p", subscriber=2, initial_demand=1))
+        core.receive_data(encode(OnSubscribe(subscriber=1, element_size=size)))
+        core.receive_data(encode(OnSubscribe(subscriber=2, element_size=0)))
+    core.data_to_send(); core.events_received()
+    core.receive_data(bytes.fromhex(data))
+    closed = [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
+    parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 16, max_extensions=64)
+    errors = [f.error for f in parser.feed(b"".join(core.data_to_send())) if isinstance(f, OnError)]
+    out.append([closed[0].reason if closed else None, errors[0] if errors else None])
+refused = []
+for what, data in resumes:
+    try:
+        refused.append(repr(parse_resume_request(bytearray.fromhex(data))))
+    except ResumeError as error:
+        refused.append(error.reason)
+json.dump([out, refused], sys.stdout)
+`;
+  return new Promise((resolve, reject) => {
+    const child = execFile(PYTHON, ["-c", source], { env: { ...process.env, PYTHONPATH: `${REPO}src` }, timeout: 60_000 },
+      (error, stdout, stderr) => (error ? reject(new Error(stderr || error.message)) : resolve(JSON.parse(stdout))));
+    child.stdin.end(JSON.stringify([CASES.map(([what, side, size, data, limits = {}]) => [what, side, size, data, limits]), RESUMES]));
+  });
+}
+
+/** This binding's goodbye reason for a case. */
+async function ours([, side, size, data, limits = {}]) {
+  const ws = new FakeTransport();
+  const never = { subscribe(s) { s.onSubscribe({ request() {}, cancel() {} }); } };
+  const conn = new Connection(ws, { role: side.startsWith("server") ? "server" : "client", publishers: { p: never },
+    limits: Object.fromEntries(Object.entries(limits).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v])), onerror: () => {}, keepalive: null, idleTimeout: null, handshakeTimeout: null });
+  if (side === "server") ws.feed({ type: "clientHello", version: 0, extensions: [] });
+  else if (side === "client") {
+    ws.feed({ type: "serverHello", version: 0, extensions: [] });
+    for (let i = 0; i < 2; i++) conn.subscribe("p", { onSubscribe(s) { s.request(1); }, onNext() {}, onError() {}, onComplete() {} });
+    await tick();
+    ws.feed({ type: "onSubscribe", subscriber: 1, element_size: size }, { type: "onSubscribe", subscriber: 2, element_size: 0 });
+  }
+  await tick();
+  ws.feed(Uint8Array.from(Buffer.from(data, "hex")));
+  await tick();
+  return [ws.of("goodbye").at(-1)?.reason ?? null, ws.of("onError")[0]?.error ?? null];
+}
+
+let references = null;
+const reference = () => { references ??= run(); return references; };
+
+// A limit is named as this binding's option (maxStringLength where rstreams says max_string_length),
+// as listen()'s maxConnections is (PROTOCOL.md §11); every other word is rstreams'.
+const OPTION = /\bmax_(string_length|element_size|extensions|parts_in_flight|reassembly_bytes)=/g;
+const ownOption = (text) => text?.replace(OPTION, (_, name) => `max${name.replace(/(^|_)(.)/g, (__, ___, c) => c.toUpperCase())}=`) ?? null;
+
+test("every case ends with rstreams' goodbye reason or onError text, byte for byte", { skip }, async () => {
+  const expected = (await reference())[0].map((texts) => texts.map(ownOption));
+  const differ = [];
+  for (const [i, c] of CASES.entries()) {
+    const got = await ours(c);
+    for (const [k, what] of ["goodbye", "onError"].entries()) {
+      if (got[k] !== expected[i][k]) differ.push(`${c[0]}, ${what}:\n  rstreams:   ${expected[i][k]}\n  JavaScript: ${got[k]}`);
+    }
+  }
+  assert.equal(differ.length, 0, `\n${differ.join("\n")}`);
+});
+
+/** The reason of the resumeRefused this binding's listen() answers `bytes` with. */
+async function refusal(bytes) {
+  const link = new FakeTransport();
+  const transport = new Sessions(serverResumeOptions(true), new ManualClock()).session(link);
+  const conn = new Connection(transport, { role: "server", keepalive: null, idleTimeout: null, handshakeTimeout: null, onerror: () => {} });
+  transport.onabandon = () => conn._abandon();
+  await tick();
+  link.feed(Uint8Array.from(Buffer.from(bytes, "hex")));
+  await tick();
+  const refused = link.of("extension", 0x8b).at(-1);
+  return refused === undefined ? null : new TextDecoder().decode(refused.payload);
+}
+
+test("a malformed resume is refused with rstreams' reason, byte for byte", { skip }, async () => {
+  const [, expected] = await reference();
+  const differ = [];
+  for (const [i, [what, bytes]] of RESUMES.entries()) {
+    const got = await refusal(bytes);
+    if (got !== expected[i]) differ.push(`${what}:\n  rstreams:   ${expected[i]}\n  JavaScript: ${got}`);
+  }
+  assert.equal(differ.length, 0, `\n${differ.join("\n")}`);
+});
