@@ -123,6 +123,20 @@ def test_a_name_past_max_name_length_is_shown_cut(capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.timeout(60)
+def test_a_long_unknown_name_is_shown_cut_where_the_refusal_quotes_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A 500-character name the server does not offer: its refusal quotes the name, and the line
+    repeated all of it; it shows it cut there too, as publish does."""
+    with served({"x": just(b"x")}) as url:
+        assert main(["subscribe", url, "a" * 500]) == 1
+    cut = f"'{'a' * 60}'… (500 characters)"
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams subscribe: publisher {cut} on {url} failed: no publisher named {cut}")
+    assert "a" * 61 not in err and err.count("\n") == 1, err
+
+
+@pytest.mark.timeout(60)
 def test_subscribe_ping_and_top_tls_to_a_wss_server_name_wss(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,

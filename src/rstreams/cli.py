@@ -46,6 +46,7 @@ from rstreams._cli_common import (
     server_names,
     server_tls,
     shown_name,
+    shown_names,
     token_check,
 )
 from rstreams.errors import ReactiveStreamsError
@@ -392,7 +393,8 @@ def _subscribe(args: argparse.Namespace) -> int:
         try:
             await _print_elements(conn, args)
         except RemoteStreamError as failed:
-            said = f"{failed.message}{_channel_hint(failed.message, args.name, args.url)}"
+            hint = _channel_hint(failed.message, args.name, args.url)
+            said = f"{shown_names(failed.message, args.name)}{hint}"
             return fail("subscribe", f"publisher {shown_name(args.name)} on {args.url} failed: {said}", 1)
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth;
