@@ -1,7 +1,7 @@
 """PROTOCOL.md §1 over WebSocket: a server refuses a message above 1 MiB (or in too many frames)
 with close status 1009, bytes that are not a valid client frame with 1002, and a text message
-with 1003, in no case with a goodbye (§10's rows say so); the 1002 and 1009 close reasons are
-rstreams' own and cite §1, on the server's side and on the client's."""
+with 1003 (1007 if it is not UTF-8), in no case with a goodbye (§10's rows say so); the 1002, 1007
+and 1009 close reasons are rstreams' own and cite §1, on the server's side and on the client's."""
 
 from __future__ import annotations
 
@@ -20,7 +20,11 @@ from testkit.net import raw_websocket
 
 pytest.importorskip("websockets")
 
-from rstreams.net._websocket import INVALID_FRAME_REASON, TOO_BIG_REASON  # (needs websockets)
+from rstreams.net._websocket import (  # (needs websockets)
+    INVALID_FRAME_REASON,
+    NOT_UTF8_REASON,
+    TOO_BIG_REASON,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -31,9 +35,11 @@ WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 """RFC 6455 §1.3: the Sec-WebSocket-Accept is the base64 SHA-1 of the key and this."""
 
 
-async def _close_of(message: bytes | str | list[bytes]) -> tuple[int | None, str | None, list[object]]:
-    """Send a hello then ``message`` (a list: one message in those frames) to a fresh server; its
-    close status and reason, and what it sent."""
+async def _close_of(
+    message: bytes | str | list[bytes], *, text: bool | None = None
+) -> tuple[int | None, str | None, list[object]]:
+    """Send a hello then ``message`` (a list: one message in those frames; ``text``: bytes sent
+    in a text message) to a fresh server; its close status and reason, and what it sent."""
     from websockets.asyncio.client import connect as ws_connect
     from websockets.exceptions import ConnectionClosed
 
@@ -41,7 +47,7 @@ async def _close_of(message: bytes | str | list[bytes]) -> tuple[int | None, str
     server = await serve("ws://127.0.0.1:0", {})
     async with server, ws_connect(server.url, subprotocols=["rsio.v0"], max_size=None) as ws:
         await ws.send(encode(ClientHello()))
-        await ws.send(message)
+        await ws.send(message, text=text)
         parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
         try:
             while True:
@@ -84,7 +90,7 @@ def _close_in(data: bytes) -> tuple[int, str]:
 
 
 def test_the_close_reasons_are_those_section_1_gives() -> None:
-    for reason in (INVALID_FRAME_REASON, TOO_BIG_REASON):
+    for reason in (INVALID_FRAME_REASON, NOT_UTF8_REASON, TOO_BIG_REASON):
         assert f"`{reason}`" in SECTION_1, reason
         assert reason.endswith("(PROTOCOL.md §1)") and len(reason.encode()) <= 123, reason
 
@@ -118,9 +124,20 @@ async def test_a_message_of_1_mib_is_taken() -> None:
 
 @pytest.mark.asyncio
 async def test_a_text_message_is_closed_with_1003_without_a_goodbye() -> None:
-    assert "| a text WebSocket message | connection | WebSocket close 1003, no goodbye §1 | — |" in PROTOCOL
-    code, _, frames = await _close_of("text")
-    assert code == 1003
+    row = "| a text WebSocket message | connection | WebSocket close 1003 (1007 if not UTF-8), no goodbye §1"
+    assert row in PROTOCOL
+    code, reason, frames = await _close_of("text")
+    assert (code, reason) == (1003, "RS.io uses binary messages")
+    assert not any(isinstance(f, Goodbye) for f in frames), frames
+
+
+@pytest.mark.asyncio
+async def test_a_text_message_that_is_not_utf8_is_closed_with_1007_and_rstreams_reason() -> None:
+    """websockets checks a text message's UTF-8 before handing it over and closes with 1007: §1
+    allows it, and the reason is rstreams' own (the library's is "invalid start byte at position 0")."""
+    assert "WebSocket close 1003 (1007 if not UTF-8), no goodbye §1" in PROTOCOL
+    code, reason, frames = await _close_of(b"\xff", text=True)
+    assert (code, reason) == (1007, NOT_UTF8_REASON)
     assert not any(isinstance(f, Goodbye) for f in frames), frames
 
 

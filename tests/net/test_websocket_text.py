@@ -15,10 +15,14 @@ pytest.importorskip("websockets")
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
 
-async def test_a_text_message_breaks_the_connection_with_text_message_error() -> None:
-    """The client that gets text instead of the server's hello closes with 1003 and its streams
-    fail with a ConnectionBrokenError whose cause is a TextMessageError: a RemoteProtocolError
-    (a FrameError citing §1), still a ValueError for callers that caught the plain one."""
+@pytest.mark.parametrize(
+    ("text", "status"), [(b"not binary", 1003), (b"\xff", 1007)], ids=["utf8", "not-utf8"]
+)
+async def test_a_text_message_breaks_the_connection_with_text_message_error(text: bytes, status: int) -> None:
+    """The client that gets text instead of the server's hello closes with 1003 (1007 for text
+    that is not UTF-8, which websockets refuses before handing it over) and its streams fail with
+    a ConnectionBrokenError whose cause is a TextMessageError: a RemoteProtocolError (a
+    FrameError citing §1), still a ValueError for callers that caught the plain one."""
     from websockets.asyncio.server import ServerConnection
     from websockets.asyncio.server import serve as ws_serve
 
@@ -27,7 +31,7 @@ async def test_a_text_message_breaks_the_connection_with_text_message_error() ->
 
     async def speaks_text(ws: ServerConnection) -> None:
         await ws.recv()  # the client's hello
-        await ws.send("not binary")
+        await ws.send(text, text=True)
         await ws.wait_closed()
         closed.append(ws.close_code)
         done.set()
@@ -46,4 +50,4 @@ async def test_a_text_message_breaks_the_connection_with_text_message_error() ->
     assert issubclass(TextMessageError, FrameError) and issubclass(TextMessageError, RemoteProtocolError)
     assert issubclass(TextMessageError, ValueError)
     assert "PROTOCOL.md §1" in str(cause) and cause.reason == str(cause)
-    assert closed == [1003]
+    assert closed == [status]

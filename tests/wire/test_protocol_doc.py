@@ -283,6 +283,12 @@ VIOLATIONS: list[tuple[str, Callable[[], str], str, str]] = [
         "bytes that are not a valid client frame",
     ),
     (
+        "a WebSocket close frame whose reason is not UTF-8",
+        lambda: _websocket_close(b"\x88\x83" + bytes(4) + b"\x03\xe8\xff"),
+        "1",
+        "a close frame whose reason is not UTF-8 gets it too",
+    ),
+    (
         "a WebSocket message above 1 MiB",
         lambda: _websocket_close(b"\x82\xff" + (2**20 + 1).to_bytes(8, "big") + bytes(4)),
         "1",

@@ -26,12 +26,15 @@ A peer gone without a close frame (its process killed, its socket closed or rese
 connection as it would on TCP: an end of input as one (``input ended without a goodbye``, §9.3),
 a reset with the socket's error (:meth:`WebSocketTransport._ended`).
 
-Close reasons. websockets fails a connection whose peer broke the WebSocket framing (1002) or
-sent a message above its ``max_size`` (1009) with its own words; every connection here is made to
-send rstreams' own reasons for those two instead, each citing PROTOCOL.md §1
-(:func:`own_close_reasons`), as every goodbye's reason cites its rule. (A text message's 1003 has
-``RS.io uses binary messages``, the reason every binding sends.) The library's words remain the
-cause of this side's own error.
+Close reasons. websockets fails a connection whose peer broke the WebSocket framing (1002), sent
+text that is not UTF-8 (1007: a text message, or a close frame's reason) or a message above its
+``max_size`` (1009) with its own words; every connection here is made to send rstreams' own
+reasons for those three instead, each citing PROTOCOL.md §1 (:func:`own_close_reasons`), as
+every goodbye's reason cites its rule. (A text message that is UTF-8 gets 1003 with ``RS.io uses
+binary messages``, the reason every binding sends; one that is not never reaches this side's code
+as a message, the library checks it first, as most do: §1 lets either close answer a text
+message.) The library's words remain the cause of this side's own error, but for a text message
+(:class:`~rstreams.net._websocket_errors.TextMessageError`, UTF-8 or not).
 
 Opening (:func:`open_websocket`, the client's side): the websockets library's errors of the
 opening handshake become ``ConnectionRefusedError``; one that ended before any HTTP answer
@@ -121,6 +124,7 @@ __all__ = [
     "INPUT_FRAMES",
     "INVALID_FRAME_REASON",
     "MAX_MESSAGE",
+    "NOT_UTF8_REASON",
     "NO_HTTP_HINT",
     "OWN_CLOSE_REASONS",
     "PINGED_NOT_READING",
@@ -244,8 +248,15 @@ TOO_BIG_REASON = "a WebSocket message above 1 MiB, or in too many frames (PROTOC
 ``max_size`` (1 MiB, PROTOCOL.md §1's bound), or one in more frames than websockets assembles
 (4096)."""
 
+NOT_UTF8_REASON = "a text WebSocket message, or a close reason, that is not UTF-8 (PROTOCOL.md §1)"
+"""The close reason of a close 1007 (invalid payload data): websockets checks a text message's
+UTF-8 before it is handed over, and a close frame's reason as it is parsed, and fails the
+connection with 1007 for either (RFC 6455 §8.1); a text message that is UTF-8 is closed with 1003
+by :class:`WebSocketTransport` itself."""
+
 OWN_CLOSE_REASONS: dict[int, str] = {
     CloseCode.PROTOCOL_ERROR: INVALID_FRAME_REASON,
+    CloseCode.INVALID_DATA: NOT_UTF8_REASON,
     CloseCode.MESSAGE_TOO_BIG: TOO_BIG_REASON,
 }
 """The close reasons this side sends in place of websockets' own texts, by close code: each one
@@ -393,6 +404,10 @@ async def open_websocket(
         raise ConnectionRefusedError(f"WebSocket handshake with {endpoint.url} failed: {why}") from error
 
 
+_TEXT_MESSAGE = "the peer sent a text WebSocket message"
+_BINARY_ONLY = "RS.io uses binary messages (PROTOCOL.md §1)"
+
+
 class WebSocketTransport(Transport):
     """One WebSocket connection as an RS.io byte transport."""
 
@@ -454,12 +469,12 @@ class WebSocketTransport(Transport):
                 self._handler.eof_received()
                 return None
             except ConnectionClosed as closed:
+                if isinstance(getattr(ws, "connection_exc", None), UnicodeDecodeError):  # closed with 1007
+                    return TextMessageError(f"{_TEXT_MESSAGE}, not UTF-8 (closed with 1007); {_BINARY_ONLY}")
                 return self._ended(closed)
             if isinstance(message, str):
                 await ws.close(1003, "RS.io uses binary messages")  # 1003: unsupported data
-                return TextMessageError(
-                    "the peer sent a text WebSocket message; RS.io uses binary messages (PROTOCOL.md §1)"
-                )
+                return TextMessageError(f"{_TEXT_MESSAGE}; {_BINARY_ONLY}")
             if self._closing:
                 self._discarded += len(message)
                 if self._discarded > LINGER_BYTES:  # a flood while our close waits: see the module docstring
