@@ -63,7 +63,12 @@ peer's bytes (the last point says what they bound, and what the kernel does):
   about 48 KiB each, then no more). A transport does not say when its socket drains, so a
   connection stopped on what its socket holds is looked at again after
   :data:`UNREAD_POLL` seconds, and then at doubling waits up to :data:`UNREAD_POLL_MAX`
-  (one system call each).
+  (one system call each, and a second while the replies are still there). Not read, the
+  socket would not tell that its peer reset it (a TCP socket's queue still counts what it
+  held): each look that finds the replies there also asks the socket whether it failed or
+  hung up (:func:`socket_ended`), and reads again if so, for the read to end the connection
+  as any read of a reset socket does, within :data:`UNREAD_POLL_MAX` of the reset, not at
+  ``unread_timeout``.
 * **What we bound, and what the kernel does.** Our memory per connection is bounded
   whatever the kernel's buffers: replies in the transport's buffer by the mark (reading
   stops past it; a turn's replies at most beyond), elements by the high-water mark
@@ -91,6 +96,7 @@ the writes.
 from __future__ import annotations
 
 import asyncio
+import select
 import socket
 import sys
 import weakref
@@ -110,6 +116,7 @@ __all__ = [
     "UNREAD_POLL_MAX",
     "Backlog",
     "ReplyLedger",
+    "socket_ended",
     "socket_unsent",
 ]
 
@@ -334,3 +341,22 @@ def socket_unsent(transport: Any) -> int:
     except (OSError, ValueError):  # closed meanwhile, or a socket the call does not know
         return 0
     return int.from_bytes(queued, sys.byteorder, signed=True)
+
+
+def socket_ended(transport: Any) -> bool:
+    """Whether the socket under ``transport`` failed or hung up (a peer's reset: POLLERR or
+    POLLHUP, which poll reports whatever is asked; a peer's half-close is neither), without
+    taking its error, which the next read or write reports. False where there is no socket or
+    the system does not tell (there :func:`socket_unsent` says 0, and no look waits on it). A
+    system call."""
+    if _UNREAD is None:
+        return False
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    poll = select.poll()
+    try:
+        poll.register(sock.fileno(), 0)
+        return bool(poll.poll(0))
+    except (OSError, ValueError):  # closed meanwhile: its transport's end tells
+        return False

@@ -44,6 +44,7 @@ from rstreams.net._intake import (
     UNREAD_POLL,
     UNREAD_POLL_MAX,
     Backlog,
+    socket_ended,
     socket_unsent,
 )
 from rstreams.net._keepalive import Keepalive, check_interval
@@ -538,14 +539,16 @@ class Pump:
             self._look = outbox.loop.call_later(UNREAD_POLL, self._look_again)
 
     def _look_again(self) -> None:
-        """Not reading for the replies the socket holds: read again once a quarter of the mark is left."""
+        """Not reading for the replies the socket holds: read again once a quarter of the mark is
+        left, or once the socket failed or hung up (a peer that reset it: the read ends the
+        connection with the socket's error; its queue would go on counting what it held)."""
         self._look = None
         outbox = self.outbox
         transport = outbox.transport
         if not self._backed_up or transport is None:
             return
         unsent = transport.get_write_buffer_size() + socket_unsent(transport)
-        if outbox.ledger.unsent_replies(unsent) > self._mark // 4:
+        if outbox.ledger.unsent_replies(unsent) > self._mark // 4 and not socket_ended(transport):
             self._look_after = wait = min(self._look_after * 2, UNREAD_POLL_MAX)
             self._look = outbox.loop.call_later(wait, self._look_again)
         else:
