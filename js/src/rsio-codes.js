@@ -36,10 +36,10 @@ export function codeName(code) {
 }
 
 function malformed(what) {
-  return new ProtocolError(`malformed ${what}`, "§19.1");
+  return new ProtocolError(`malformed ${what} payload`, "§19.1");
 }
 
-/** The varints of a qualifier's payload, which they must fill exactly. */
+/** The varints of a qualifier's payload, which they must fill exactly; malformed ones in rstreams' words. */
 function varints(payload, count, what) {
   const values = [];
   let at = 0;
@@ -48,13 +48,13 @@ function varints(payload, count, what) {
     try {
       decoded = decodeVarint(payload, at);
     } catch {
-      decoded = null; // a non-minimal or over-long varint: malformed, citing §19.1
+      throw malformed(`${what} (bad varint)`); // non-minimal or over-long
     }
-    if (decoded === null) throw malformed(`${what} (a truncated or non-minimal varint)`);
+    if (decoded === null) throw malformed(`${what} (truncated)`);
     values.push(decoded.value);
     at = decoded.next;
   }
-  if (at !== payload.length) throw malformed(`${what} (${payload.length - at} byte(s) after its fields)`);
+  if (at !== payload.length) throw malformed(`${what} (${payload.length - at} trailing bytes)`);
   return values;
 }
 

@@ -7,6 +7,7 @@
 // subscription; decoderForType() gives the decoder of a built-in type (§17.3), if any.
 
 import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
+import { pythonRepr } from "./rsio-url.js";
 
 const CONTENT_TYPE = EXTENSIONS.contentTypes.types.contentType;
 const textDecoder = new TextDecoder();
@@ -71,14 +72,19 @@ export function decodeContentType(payload) {
   } catch {
     id = null;
   }
-  if (id === null) throw new ProtocolError("malformed contentType: a bad subscriber varint", "§17.1");
+  const malformed = (what) => new ProtocolError(`malformed contentType payload (${what})`, "§17.1");
+  if (id === null) throw malformed("subscriber id");
   const raw = payload.subarray(id.next);
-  if (raw.length < 1 || raw.length > 255 || raw.some((byte) => byte < 0x20 || byte > 0x7e)) {
-    throw new ProtocolError("malformed contentType: the media type is 1-255 printable US-ASCII bytes", "§17.1");
-  }
+  if (raw.some((byte) => byte > 0x7f)) throw malformed("not US-ASCII");
+  // then as rstreams checks a media type (wire/_content.py's check_media_type), in its words
+  if (raw.length < 1 || raw.length > 255) throw malformed(`a media type is 1..255 bytes, got ${raw.length}`);
+  if (raw.some((byte) => byte < 0x20 || byte > 0x7e)) throw malformed("a media type is printable US-ASCII");
   const mediaType = textDecoder.decode(raw);
-  if (!/^[^\s/;]+\/[^\s/;]+/.test(mediaType)) {
-    throw new ProtocolError(`malformed contentType: ${JSON.stringify(mediaType)} is not type/subtype`, "§17.1");
+  const essence = mediaType.split(";", 1)[0].trim();
+  const slash = essence.indexOf("/");
+  const [kind, sub] = slash < 0 ? [essence, ""] : [essence.slice(0, slash), essence.slice(slash + 1)];
+  if (slash < 0 || !kind || !sub || !/^[-!#$%&'*+.^_`|~0-9a-zA-Z]+$/.test(kind + sub)) {
+    throw malformed(`a media type starts with type/subtype, got ${pythonRepr(essence)}`);
   }
   return { subscriber: id.value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id.value) : id.value, mediaType };
 }

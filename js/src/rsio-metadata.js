@@ -9,6 +9,7 @@
 // subscribe (the authorize hook, the publisher or channel factory) as a SubscribeMetadata.
 
 import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
+import { pythonRepr } from "./rsio-url.js";
 
 const KEY = /^[a-z0-9._-]{1,64}$/; // §18.1
 const utf8 = new TextEncoder();
@@ -89,9 +90,11 @@ export function decodeMetadata(payload, { maxMetadataBytes, maxMetadataEntries }
     const keyLength = varint(payload, at);
     const keyEnd = keyLength.next + Number(keyLength.value);
     if (keyEnd > payload.length) throw malformed("a key runs past the payload");
-    const key = textDecoder.decode(payload.subarray(keyLength.next, keyEnd));
-    if (!KEY.test(key)) throw malformed(`key ${JSON.stringify(key)} breaks the key rules`);
-    if (metadata.has(key)) throw malformed(`key ${JSON.stringify(key)} twice`);
+    const raw = payload.subarray(keyLength.next, keyEnd);
+    if (raw.some((byte) => byte > 0x7f)) throw malformed("a key is not ASCII");
+    const key = textDecoder.decode(raw);
+    if (!KEY.test(key)) throw malformed("a metadata key is 1..64 of a-z 0-9 - _ .");
+    if (metadata.has(key)) throw malformed(`key ${pythonRepr(key)} twice`);
     const valueLength = varint(payload, keyEnd);
     const valueEnd = valueLength.next + Number(valueLength.value);
     if (valueEnd > payload.length) throw malformed("a value runs past the payload");

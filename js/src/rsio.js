@@ -1004,7 +1004,7 @@ export class Connection {
   _checkSize(sub, size) {
     if (sub.elementSize && size !== sub.elementSize) {
       throw new ProtocolError(
-        `a split element of ${size} bytes for subscriber ${sub.id}, whose elementSize is ${sub.elementSize}`, "§7");
+        `joined element of ${size} bytes for subscriber ${sub.id}, whose elementSize is ${sub.elementSize}`, "§7");
     }
   }
 
@@ -1059,7 +1059,8 @@ export class Connection {
 
   _keepalive(frame, code) {
     if (frame.payload.length !== 8) {
-      throw new ProtocolError(`keepalive ${code} with a ${frame.payload.length}-byte payload; it carries 8`, "§14.1");
+      throw new ProtocolError(`keepalive ${frame.code === KEEPALIVE.types.ping ? "ping" : "pong"} payload must be 8 bytes, `
+        + `got ${frame.payload.length}`, "§14.1");
     }
     if (frame.code === KEEPALIVE.types.ping) this._sendExtension(KEEPALIVE.types.pong, frame.payload.slice());
     else this.pongsReceived += 1;

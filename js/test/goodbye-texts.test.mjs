@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { Connection } from "../src/rsio.js";
-import { encodeFrame } from "../src/rsio-wire.js";
+import { encodeFrame, encodeVarint } from "../src/rsio-wire.js";
 import { Sessions, serverResumeOptions } from "../src/sessions.js";
 import { FakeTransport, ManualClock, tick } from "./support.mjs";
 import { PYTHON, REPO, skip } from "./servers.mjs";
@@ -17,8 +17,23 @@ const VECTORS = JSON.parse(readFileSync(new URL("../../docs/protocol-vectors.jso
 const hex = (bytes) => Buffer.from(bytes).toString("hex");
 const sub = hex(encodeFrame({ type: "subscribe", publisher: "p", subscriber: 1, initial_demand: 1n }));
 
+/** An extension message of type `code` whose payload is `payload` (hex), as hex. */
+const message = (code, payload) => {
+  const bytes = Buffer.from(payload.replace(/\s+/g, ""), "hex");
+  return hex([code, ...encodeVarint(bytes.length), ...bytes]);
+};
+// The qualifiers of 'invalid_payloads' that a connection reads itself (§17.1, §18.1, §19.1): the side
+// that receives one, what follows it, and its extension
+const QUALIFIERS = {
+  contentType: ["client", "", 4],
+  errorCode: ["client", "", 6],
+  goodbyeCode: ["server", "", 6],
+  subscribeMetadata: ["server", sub, 5],
+};
+
 // [what, side (server-fresh: a server that has read nothing yet), elementSize (a client's subscriber 1
-// answered with it, its subscriber 2 with 0), the peer's bytes after its hello, limits]
+// answered with it, its subscriber 2 with 0), the peer's bytes after its hello, limits (and the
+// extensions rstreams' side offers)]
 const CASES = [
   ...VECTORS.invalid.map((v) => [v.note, v.element_size ? "client" : "server", v.element_size, v.hex.replace(/\s+/g, ""), {}]),
   ["a request's demand varint of 11 bytes", "server", 0, `${sub}0501${"ff".repeat(10)}01`],
@@ -39,6 +54,16 @@ const CASES = [
   ["request(2**64 - 1)", "server", 0, `${sub}0501${"ff".repeat(9)}01`],
   ["a subscribe for an id still open", "server", 0, `${sub}${sub}`],
   ["a second hello", "server", 0, "010000"],
+  ...VECTORS.invalid_payloads.filter((v) => QUALIFIERS[v.type] !== undefined).map((v) => [`${v.type}: ${v.note}`,
+    QUALIFIERS[v.type][0], 0, message(v.code, v.payload) + QUALIFIERS[v.type][1], { extensions: [QUALIFIERS[v.type][2]] }]),
+  ["contentType: a media type that is not US-ASCII", "client", 0, message(0x90, "01 61 2f e9"), { extensions: [4] }],
+  ["contentType: a media type of 256 bytes", "client", 0, message(0x90, `01${"61".repeat(256)}`), { extensions: [4] }],
+  ["contentType: type/subtype with a space", "client", 0, message(0x90, "01 61 20 2f 62"), { extensions: [4] }],
+  ["subscribeMetadata: a key that is not ASCII", "server", 0, message(0x94, "01 01 01 e9 00") + sub, { extensions: [5] }],
+  ["errorCode: a non-minimal code", "client", 0, message(0x98, "01 80 00"), { extensions: [6] }],
+  ["a 7-byte ping", "server-fresh", 0, `01000101 8007${"00".repeat(7)}`, { extensions: [1] }],
+  ["a 9-byte pong", "server-fresh", 0, `01000101 8109${"00".repeat(9)}`, { extensions: [1] }],
+  ["a one-part element of 3 bytes where elementSize is 8", "client", 8, "0b010003616263"],
   ["the client's hello sent to the client", "client", 0, "010000"],
   ["a hello of version 1", "server-fresh", 0, "010100"],
   ["a subscribe before the hello", "server-fresh", 0, "0401700101"],
@@ -78,19 +103,20 @@ from rstreams.wire._resume import ResumeError, parse_resume_request
 cases, resumes = json.load(sys.stdin)
 out = []
 for what, side, size, data, limits in cases:
+    limits = {k: frozenset(v) if k == "extensions" else v for k, v in limits.items()}
     if side.startswith("server"):
         core = Connection(Side.SERVER, ConnectionConfig(**limits))
         if side == "server":
-            core.receive_data(encode(ClientHello()))
+            core.receive_data(encode(ClientHello(extensions=tuple(limits.get("extensions", ())))))
     else:
         core = Connection(Side.CLIENT, ConnectionConfig(**limits))
-        core.receive_data(encode(ServerHello()))
+        core.receive_data(encode(ServerHello(extensions=tuple(limits.get("extensions", ())))))
         core.send(Subscribe(publisher="p", subscriber=1, initial_demand=1))
         core.send(Subscribe(publisher="p", subscriber=2, initial_demand=1))
         core.receive_data(encode(OnSubscribe(subscriber=1, element_size=size)))
         core.receive_data(encode(OnSubscribe(subscriber=2, element_size=0)))
     core.data_to_send(); core.events_received()
-    core.receive_data(bytes.fromhex(data))
+    core.receive_data(bytes.fromhex(data))  # (spaces allowed)
     closed = [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
     parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 16, max_extensions=64)
     errors = [f.error for f in parser.feed(b"".join(core.data_to_send())) if isinstance(f, OnError)]
@@ -115,16 +141,17 @@ async function ours([, side, size, data, limits = {}]) {
   const ws = new FakeTransport();
   const never = { subscribe(s) { s.onSubscribe({ request() {}, cancel() {} }); } };
   const conn = new Connection(ws, { role: side.startsWith("server") ? "server" : "client", publishers: { p: never },
-    limits: Object.fromEntries(Object.entries(limits).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v])), onerror: () => {}, keepalive: null, idleTimeout: null, handshakeTimeout: null });
-  if (side === "server") ws.feed({ type: "clientHello", version: 0, extensions: [] });
+    limits: Object.fromEntries(Object.entries(limits).filter(([k]) => k !== "extensions").map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v])), onerror: () => {}, keepalive: null, idleTimeout: null, handshakeTimeout: null });
+  const extensions = limits.extensions ?? [];
+  if (side === "server") ws.feed({ type: "clientHello", version: 0, extensions });
   else if (side === "client") {
-    ws.feed({ type: "serverHello", version: 0, extensions: [] });
+    ws.feed({ type: "serverHello", version: 0, extensions });
     for (let i = 0; i < 2; i++) conn.subscribe("p", { onSubscribe(s) { s.request(1); }, onNext() {}, onError() {}, onComplete() {} });
     await tick();
     ws.feed({ type: "onSubscribe", subscriber: 1, element_size: size }, { type: "onSubscribe", subscriber: 2, element_size: 0 });
   }
   await tick();
-  ws.feed(Uint8Array.from(Buffer.from(data, "hex")));
+  ws.feed(Uint8Array.from(Buffer.from(data.replace(/\s+/g, ""), "hex")));
   await tick();
   return [ws.of("goodbye").at(-1)?.reason ?? null, ws.of("onError")[0]?.error ?? null];
 }
