@@ -19,11 +19,14 @@ import socket
 
 import pytest
 
+from rstreams.conformance._transport import RawListener, open_raw
 from rstreams.net import Connection, serve
 from rstreams.wire import ClientHello, ExtensionMessage, encode, extensions
 from testkit.bound import within
 
 pytest.importorskip("websockets")
+
+from rstreams.net._websocket import INPUT_FRAMES  # (needs websockets)
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -134,3 +137,24 @@ async def test_a_connection_the_server_is_not_reading_ends_when_the_server_close
         writer.transport.abort()
     await within(server.aclose(), 2)
     assert conn.closed
+
+
+async def test_the_conformance_driver_s_websockets_queue_as_many_frames() -> None:
+    """The conformance driver's raw WebSocket client and listener (its own websockets
+    connections) have rstreams.net's INPUT_FRAMES as their queue, not the library's 16 frames."""
+    from websockets.asyncio.client import connect as ws_connect
+
+    async with await serve("ws://127.0.0.1:0/rsio", {}) as server:
+        client = await within(open_raw(server.url))
+        try:
+            assert client._ws.recv_messages.high == INPUT_FRAMES  # type: ignore[attr-defined]
+        finally:
+            client.abort()
+    listener = RawListener()
+    await listener.start("ws")
+    try:
+        async with ws_connect(listener.url, subprotocols=["rsio.v0"]):
+            accepted = await within(listener.accept())
+            assert accepted._ws.recv_messages.high == INPUT_FRAMES  # type: ignore[attr-defined]
+    finally:
+        await listener.aclose()

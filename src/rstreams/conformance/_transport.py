@@ -7,7 +7,9 @@ and aborts. A WebSocket carries the bytes in binary messages (PROTOCOL.md §1: f
 boundaries need not line up with message boundaries); it cannot half-close, so the
 end of our input is its close handshake, after which nothing more can be read. TLS
 cannot half-close either (asyncio's TLS transport has no ``write_eof``): there the end
-of our input is TLS close_notify and the close of the socket.
+of our input is TLS close_notify and the close of the socket. A WebSocket's library queues
+at most ``rstreams.net``'s ``INPUT_FRAMES`` frames read and not yet taken (as every connection
+of rstreams' own does) before it stops reading the socket, not its default of 16.
 
 :func:`client_ssl_context` builds the client side's :class:`ssl.SSLContext` from the
 driver's options: a CA file to verify the server, a client certificate for mutual TLS,
@@ -188,6 +190,8 @@ async def open_raw(
         from websockets.asyncio.client import connect
         from websockets.exceptions import InvalidHandshake
 
+        from rstreams.net._websocket import INPUT_FRAMES
+
         tls: dict[str, Any] = {} if context is None else {"ssl": context, "server_hostname": hostname}
         try:
             ws = await asyncio.wait_for(
@@ -198,7 +202,7 @@ async def open_raw(
                     proxy=None,
                     ping_interval=None,
                     max_size=None,
-                    max_queue=4,
+                    max_queue=INPUT_FRAMES,
                     open_timeout=timeout,
                     **tls,
                 ),
@@ -289,6 +293,8 @@ class RawListener:
         elif scheme == "ws":
             from websockets.asyncio.server import serve
 
+            from rstreams.net._websocket import INPUT_FRAMES
+
             async def on_ws(ws: Any) -> None:
                 transport = _WebSocketTransport(ws)
                 await self._queue.put(transport)
@@ -302,7 +308,7 @@ class RawListener:
                 compression=None,
                 ping_interval=None,
                 max_size=None,
-                max_queue=4,
+                max_queue=INPUT_FRAMES,
             )
             port = next(iter(self._ws_server.sockets)).getsockname()[1]
             self.url = f"ws://127.0.0.1:{port}/rsio"
