@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -25,12 +24,9 @@ import pytest
 from rstreams.net import connect
 from rstreams.wire import Cancel, ExtensionMessage, Request, Subscribe, extensions
 from testkit.hostile import (
-    STALL,
     Flood,
-    Flooder,
     Legit,
     MiB,
-    Progress,
     RssWatch,
     ServerProcess,
     frames,
@@ -121,16 +117,12 @@ def directory() -> Iterator[str]:
 
 def _flood_of(server: ServerProcess, attack: Attack, block: bytes) -> Flood:
     """``FLOODERS`` peers sending ``attack``. Their stall (:data:`~testkit.hostile.STALL`) counts
-    the server process's own time alone: the reading the flood waits for is the server's, so
-    this process's threads (the flooders, the ordinary client) waiting for a CPU do not hold it
-    off. (Counted over this process too, on a loaded machine a stall outlasted the server's
-    30 s unread timeout, which ended every flood that stalled.)"""
-    stop, progress = threading.Event(), Progress([server.pid])
-    peers = [
-        Flooder(server.address, attack.prologue, block, attack.budget, STALL, stop, progress)
-        for _ in range(FLOODERS)
-    ]
-    return Flood(peers, stop)
+    the server process's own time alone (``children``). (Counted over this process too, on a
+    loaded machine a stall outlasted the server's 30 s unread timeout, which ended every flood
+    that stalled.)"""
+    return Flood.of(
+        server.address, attack.prologue, block, count=FLOODERS, budget=attack.budget, children=[server.pid]
+    )
 
 
 async def flood(server: ServerProcess, attack: Attack) -> Outcome:

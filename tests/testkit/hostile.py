@@ -323,8 +323,13 @@ class Flood:
         count: int = 8,
         budget: int = 8 * MiB,
         stall: float = STALL,
+        children: Iterable[int] | None = None,
     ) -> Flood:
-        stop, progress = threading.Event(), Progress()
+        """``count`` flooders of ``address``. Their stall counts the own time of ``children``
+        (process ids) when given: a server process alone, whose reading the flood waits for, so
+        that this process's threads (the flooders, an ordinary client) waiting for a CPU do not
+        hold it off; by default this process and its descendants (:class:`Progress`)."""
+        stop, progress = threading.Event(), Progress(children)
         flooders = [Flooder(address, prologue, block, budget, stall, stop, progress) for _ in range(count)]
         return cls(flooders, stop)
 
