@@ -36,6 +36,29 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 source scripts/_setup.sh
 setup_venv .venv-test "test" websockets spark spark-connect
+# Spark: the pytest run below uses the newest PySpark the spark extra allows; the oldest it declares
+# gets a virtual environment of its own, installed here in the background while the lint, Node and
+# Maven steps run, and the tests of the streaming reader at the end, whose API is what changes
+# between versions (RSTREAMS_SPARK_OLDEST=0 skips this).
+oldest_pid=""
+js_pid=""
+stop_background() {  # a step that fails ends the background ones too
+  local pid
+  for pid in $oldest_pid $js_pid; do pkill -TERM -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
+if [ "${RSTREAMS_SPARK_OLDEST:-1}" != 0 ]; then
+  oldest_log=$(mktemp)
+  oldest=$(sed -n 's/.*"pyspark>=\([0-9.]*\).*/\1/p' pyproject.toml | head -1)
+  echo "== installing the oldest declared PySpark ($oldest) into .venv-spark-oldest, in the background"
+  (
+    constraints=$(mktemp)
+    echo "pyspark==$oldest" > "$constraints"
+    PIP_CONSTRAINT=$constraints setup_venv .venv-spark-oldest "test" spark
+    rm -f "$constraints"
+  ) > "$oldest_log" 2>&1 &
+  oldest_pid=$!
+fi
 echo "== lint: ruff check and ruff format --check (src, tests, benchmarks, examples, fuzz, the Java tests' Python), mypy --strict (src, tests and fuzz: pyproject.toml)"
 "$VENV/bin/ruff" check src tests benchmarks examples fuzz java/src/test/resources/python
 "$VENV/bin/ruff" format --check src tests benchmarks examples fuzz java/src/test/resources/python
@@ -52,8 +75,13 @@ fi
 if command -v npm >/dev/null 2>&1; then
   echo "== js: npm ci, npm run typecheck (tsc --noEmit), npm test (node $(node --version))"
   python_for_js="$(pwd)/$VENV/bin/python"
-  (cd js && npm ci --no-audit --no-fund --loglevel=error \
-    && npm run --silent typecheck && RSTREAMS_PYTHON="$python_for_js" npm test --silent)
+  # npm ci first (the Java tests run Node against js/node_modules); tsc and npm test then run in
+  # the background beside Maven, their output shown once Maven is done.
+  (cd js && npm ci --no-audit --no-fund --loglevel=error)
+  js_log=$(mktemp)
+  (cd js && npm run --silent typecheck && RSTREAMS_PYTHON="$python_for_js" npm test --silent) \
+    > "$js_log" 2>&1 &
+  js_pid=$!
   export RSTREAMS_NPM_TESTED=1
 else
   echo "== js: no npm (Node.js 20+): the JavaScript package is not tested"
@@ -79,21 +107,35 @@ else
   if [ "${CI:-}" = true ]; then exit 1; fi
 fi
 # --- end of the Java binding's block -------------------------------------------------------------
+if [ -n "$js_pid" ]; then
+  echo "== js: npm run typecheck and npm test (run beside Maven)"
+  js_status=0
+  wait "$js_pid" || js_status=$?
+  js_pid=""
+  cat "$js_log"
+  rm -f "$js_log"
+  if [ "$js_status" != 0 ]; then
+    echo "the JavaScript package's typecheck or tests failed (exit $js_status)" >&2
+    exit "$js_status"
+  fi
+fi
 # pytest on two worker processes (pytest-xdist; tests/conftest.py keeps the Spark tests on one
 # worker and the Maven-built ones on one); arguments given to this script come after, so `-n 0`
 # runs everything in this process and `-n auto` uses every core.
 echo "== tests"
 "$VENV/bin/python" -X dev -m pytest -n 2 --dist loadgroup "$@"
-# Spark: the run above uses the newest PySpark the spark extra allows; the oldest it declares gets
-# a virtual environment of its own and the tests of the streaming reader, whose API is what changes
-# between versions (RSTREAMS_SPARK_OLDEST=0 skips this).
-if [ "${RSTREAMS_SPARK_OLDEST:-1}" != 0 ]; then
-  oldest=$(sed -n 's/.*"pyspark>=\([0-9.]*\).*/\1/p' pyproject.toml | head -1)
+if [ -n "$oldest_pid" ]; then
   echo "== Spark tests on the oldest declared PySpark ($oldest)"
-  constraints=$(mktemp)
-  echo "pyspark==$oldest" > "$constraints"
-  PIP_CONSTRAINT=$constraints setup_venv .venv-spark-oldest "test" spark
-  rm -f "$constraints"
+  oldest_status=0
+  wait "$oldest_pid" || oldest_status=$?
+  oldest_pid=""
+  cat "$oldest_log"
+  rm -f "$oldest_log"
+  if [ "$oldest_status" != 0 ]; then
+    echo "installing .venv-spark-oldest failed (exit $oldest_status)" >&2
+    exit "$oldest_status"
+  fi
+  VENV=.venv-spark-oldest
   "$VENV/bin/python" -c 'import pyspark; print("   pyspark", pyspark.__version__)'
   "$VENV/bin/python" -X dev -m pytest tests/spark/test_reader.py tests/spark/test_source.py
 fi
