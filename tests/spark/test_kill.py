@@ -13,10 +13,9 @@ from rstreams.replay import ReplayLog, fetch_range
 from testkit.replay import Serve
 from testkit.spark import (
     TEST_TIMEOUT,
-    await_query,
     kill_group,
-    read_stream,
     records,
+    restart_to_the_end,
     start_query,
     wait_progressing,
 )
@@ -73,16 +72,7 @@ def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
     source.capacity = TOTAL  # all input in place, so an availableNow run reads to the end
     feed()
     assert source.end == TOTAL
-    restarted = (  # in this process's warm session: a new driver, the same checkpoint
-        read_stream(spark, server.url, "nums", maxRecordsPerBatch=400)  # fewer, larger batches now
-        .writeStream.format("rstreams")
-        .option("url", server.url)
-        .option("publisher", "out")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    await_query(restarted, "the restarted query to read to the end", signs=lambda: out.end)
+    restart_to_the_end(spark, server.url, checkpoint, out, 400)  # fewer, larger batches now
     rows = [json.loads(item) for item in fetch_range(server.url, "out", 0, out.end)]
     assert sorted(row["seq"] for row in rows) == list(range(TOTAL))
     assert len(source.readers()) == 1  # the restarted query committed as the same reader

@@ -12,16 +12,15 @@ from typing import Any
 
 import pytest
 
-from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.flow._flow import Flow
+from rstreams.api import Publisher
 from rstreams.replay import ReplayLog, fetch_range
 from rstreams.replay._staging import Owner
+from testkit.publishers import Never
 from testkit.spark import (
     TEST_TIMEOUT,
-    await_query,
     kill_group,
-    read_stream,
     records,
+    restart_to_the_end,
     start_query,
     wait_progressing,
 )
@@ -30,21 +29,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(2 * TEST_TIMEOUT)]
 
 TOTAL = 100
 BATCH = 50
-
-
-class _Silent(Subscription):
-    def request(self, n: int) -> None:
-        pass
-
-    def cancel(self) -> None:
-        pass
-
-
-class Never(Flow[bytes]):
-    """An answer that never comes: the driver's commit waits in it until the driver is killed."""
-
-    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
-        subscriber.on_subscribe(_Silent())
 
 
 def test_driver_killed_between_upload_and_commit_leaves_nothing_staged_and_loses_nothing(
@@ -67,7 +51,7 @@ def test_driver_killed_between_upload_and_commit_leaves_nothing_staged_and_loses
         if path == "out" and "publish" in params:
             if stalling[0]:
                 publishes.append(params)
-                return Never()
+                return Never[bytes]()
             at_publish.append(staging.staged())
         answer: Publisher[Any] | None = route[0](path, params)
         return answer
@@ -107,16 +91,7 @@ def test_driver_killed_between_upload_and_commit_leaves_nothing_staged_and_loses
     assert sum(killed[token][0] for token in committed) == BATCH, said
 
     stalling[0] = False
-    restarted = (  # a new driver on the same checkpoint, in this process's warm session
-        read_stream(spark, server.url, "nums", maxRecordsPerBatch=BATCH)
-        .writeStream.format("rstreams")
-        .option("url", server.url)
-        .option("publisher", "out")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    await_query(restarted, "the restarted query to read to the end", signs=lambda: out.end)
+    restart_to_the_end(spark, server.url, checkpoint, out, BATCH)
     first = at_publish[0]  # the restarted run's batch 0, staged, its publish not yet taken
     assert first and killed.keys().isdisjoint(first), (killed, first)
     runs = {owner.run for _, owner in first.values() if owner is not None}

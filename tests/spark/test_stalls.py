@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.flow._flow import Flow
+from rstreams.api import Publisher
 from rstreams.replay import ReplayLog, replay_offer
 from testkit import patience
+from testkit.publishers import Never
 from testkit.spark import (
     SCHEMA,
     TEST_TIMEOUT,
@@ -38,21 +38,6 @@ from testkit.spark import (
 )
 
 pytestmark = pytest.mark.spark
-
-
-class _Silent(Subscription):
-    def request(self, n: int) -> None:
-        pass
-
-    def cancel(self) -> None:
-        pass
-
-
-class Never(Flow[bytes]):
-    """A publisher that subscribes and then says nothing: an answer that never comes."""
-
-    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
-        subscriber.on_subscribe(_Silent())
 
 
 @pytest.mark.timeout(TEST_TIMEOUT)
@@ -73,7 +58,7 @@ def test_a_driver_killed_before_its_first_offset_leaves_no_reader_that_stalls_th
         if "hold" in params and params["reader"] in log.pending() and not stalled:
             stalled.append(params["reader"])
         if stalled and params.get("reader") == stalled[0]:
-            return Never()
+            return Never[bytes]()
         published: Publisher[Any] | None = route(path, params)
         return published
 

@@ -5,6 +5,8 @@
 * :class:`ThreadPublisher`: emits a list from its own thread as demand arrives, so
   signals reach an operator from several threads at once (rule 1.3 tests).
 * :class:`ActivityProbe`: counts the inner publishers subscribed and not yet ended.
+* :class:`Never`: subscribes and then says nothing, whatever is requested: an answer that
+  never comes.
 """
 
 from __future__ import annotations
@@ -165,6 +167,21 @@ class _ThreadSubscription(Subscription, Generic[T]):
             self._subscriber.on_error(error)
         else:
             self._subscriber.on_complete()
+
+
+class Never(Flow[T], Generic[T]):
+    """Calls ``on_subscribe`` and then nothing, whatever is requested or cancelled."""
+
+    def subscribe(self, subscriber: Subscriber[T]) -> None:
+        subscriber.on_subscribe(_Silent())
+
+
+class _Silent(Subscription):
+    def request(self, n: int) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
 
 
 class ActivityProbe:

@@ -137,6 +137,22 @@ def await_query(query: Any, what: str, *, signs: Callable[[], object] | None = N
     query.awaitTermination()  # (ended: returns at once, or raises the query's exception)
 
 
+def restart_to_the_end(spark: Any, url: str, checkpoint: Path, out: Any, max_records: int) -> None:
+    """The killed query run again from ``checkpoint`` in this process's warm session (a new
+    driver, the same checkpoint): ``nums`` into ``out`` until the input's end (``availableNow``,
+    ``max_records`` a micro-batch), waited for while ``out`` grows."""
+    restarted = (
+        read_stream(spark, url, "nums", maxRecordsPerBatch=max_records)
+        .writeStream.format("rstreams")
+        .option("url", url)
+        .option("publisher", "out")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    await_query(restarted, "the restarted query to read to the end", signs=lambda: out.end)
+
+
 def _statuses(queries: tuple[Any, ...]) -> str:
     """Each query's status and last completed micro-batch, for a failed wait's message."""
     said = []
