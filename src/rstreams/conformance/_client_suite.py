@@ -251,6 +251,8 @@ class Server:
                 await self.send(Goodbye())
                 await self.link.write_eof()
                 break
+        else:  # its input ended without a goodbye: end ours, as a server does, so it need not linger
+            await self.link.write_eof()
         await self.adapter.finish(self.timeout)
         return self.adapter
 
