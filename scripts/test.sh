@@ -119,11 +119,15 @@ if [ -n "$js_pid" ]; then
     exit "$js_status"
   fi
 fi
-# pytest on two worker processes (pytest-xdist; tests/conftest.py keeps the Spark tests on one
-# worker and the Maven-built ones on one); arguments given to this script come after, so `-n 0`
-# runs everything in this process and `-n auto` uses every core.
-echo "== tests"
-"$VENV/bin/python" -X dev -m pytest -n 2 --dist loadgroup "$@"
+# pytest on two worker processes per core, at most 8 (pytest-xdist; tests/conftest.py keeps the
+# Spark tests on one worker and the Maven-built ones on one): most tests spend their time waiting
+# (for windows in which nothing may happen, timers, child processes), so one worker per core
+# leaves the cores idle most of the run; arguments given to this script come after, so `-n 0`
+# runs everything in this process.
+cores=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+workers=$(( 2 * cores > 8 ? 8 : 2 * cores ))
+echo "== tests (pytest on $workers workers)"
+"$VENV/bin/python" -X dev -m pytest -n "$workers" --dist loadgroup "$@"
 if [ -n "$oldest_pid" ]; then
   echo "== Spark tests on the oldest declared PySpark ($oldest)"
   oldest_status=0
