@@ -39,25 +39,28 @@ async def _close_of(
     message: bytes | str | list[bytes], *, text: bool | None = None
 ) -> tuple[int | None, str | None, list[object]]:
     """Send a hello then ``message`` (a list: one message in those frames; ``text``: bytes sent
-    in a text message) to a fresh server; its close status and reason, and what it sent."""
+    in a text message) to a fresh server; its close status and reason, and what it sent. The
+    server then closes within 1 s: it read the answer to its close (its close_timeout is 2 s)."""
     from websockets.asyncio.client import connect as ws_connect
     from websockets.exceptions import ConnectionClosed
 
     received = bytearray()
     server = await serve("ws://127.0.0.1:0", {})
-    async with server, ws_connect(server.url, subprotocols=["rsio.v0"], max_size=None) as ws:
-        await ws.send(encode(ClientHello()))
-        await ws.send(message, text=text)
-        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
-        try:
-            while True:
-                data = await within(ws.recv(), 10)
-                received.extend(data if isinstance(data, bytes) else data.encode())
-                if any(isinstance(f, Goodbye) for f in parser.feed(data)):
-                    break  # (not the WebSocket's: its close would wait for our goodbye)
-        except ConnectionClosed:
-            pass
-        code, reason = ws.close_code, ws.close_reason
+    async with server:
+        async with ws_connect(server.url, subprotocols=["rsio.v0"], max_size=None) as ws:
+            await ws.send(encode(ClientHello()))
+            await ws.send(message, text=text)
+            parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+            try:
+                while True:
+                    data = await within(ws.recv(), 10)
+                    received.extend(data if isinstance(data, bytes) else data.encode())
+                    if any(isinstance(f, Goodbye) for f in parser.feed(data)):
+                        break  # (not the WebSocket's: its close would wait for our goodbye)
+            except ConnectionClosed:
+                pass
+            code, reason = ws.close_code, ws.close_reason
+        await within(server.aclose(), 1)
     frames = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64).feed(
         bytes(received)
     )

@@ -295,13 +295,31 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
     ``ConnectionClosed`` has :data:`PINGED_NOT_READING` as its cause.
 
     Every connection of this side (client and server) is one of these: its protocol sends
-    rstreams' own close reasons (:func:`own_close_reasons`), and its queue of frames read and not
-    yet taken is :data:`INPUT_FRAMES` long, whatever the factory that makes it asks."""
+    rstreams' own close reasons (:func:`own_close_reasons`) and reads on after it failed the
+    connection (:meth:`_read_to_the_end`), and its queue of frames read and not yet taken is
+    :data:`INPUT_FRAMES` long, whatever the factory that makes it asks."""
 
     def __init__(self, protocol: Protocol, *args: Any, **kwargs: Any) -> None:
         own_close_reasons(protocol)
+        failing = protocol.fail
+
+        def fail(code: int, reason: str = "") -> None:
+            failing(code, reason)
+            self._read_to_the_end()
+
+        protocol.fail = fail  # (this one connection's)
         kwargs["max_queue"] = INPUT_FRAMES
         super().__init__(protocol, *args, **kwargs)
+
+    def _read_to_the_end(self) -> None:
+        """This side failed the connection (its close sent): read the socket again, whatever the
+        queue of frames not taken, so that the peer's close or end of input is read (the library
+        discards what comes after a failure). A failure found in a message being taken (one in
+        too many frames, text that is not UTF-8) leaves the queue full, reading stopped: the
+        connection would wait out ``close_timeout`` for an answer it does not read, then abort."""
+        transport = getattr(self, "transport", None)
+        if transport is not None and not transport.is_closing():
+            transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
