@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 from pathlib import Path
 
 import pytest
 
 from rstreams.errors import ConnectionBrokenError
-from rstreams.net import connect, serve
+from rstreams.net import Connection, connect, serve
 from rstreams.wire import ClientHello, FrameParser, Goodbye, ServerHello, encode
 from testkit.bound import within
 from testkit.net import raw_websocket
@@ -163,6 +164,36 @@ async def test_bytes_that_are_not_a_valid_client_frame_are_closed_with_1002(data
         writer.close()
     assert [opcode for opcode, _ in _frames(answer)] == [0x2, 0x8]  # its hello, then the close
     assert _close_in(answer) == (1002, INVALID_FRAME_REASON)
+
+
+@pytest.mark.asyncio
+async def test_a_peer_flooding_after_its_violation_is_cut_off_after_linger_bytes() -> None:
+    """After its close 1002 the server reads on for the peer's answer, discarding, as a lingering
+    close does: at most LINGER_BYTES (4 MiB), then it aborts the socket. (The library does not
+    bound it: a peer flooding on was read and discarded at a GB a second until the idle timeout,
+    60 s; one silent after it was held as long, now LINGER_SECONDS.)"""
+    connected: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
+    server = await serve("ws://127.0.0.1:0/rsio", {}, on_connection=connected.set_result)
+    async with server:
+        _, writer = await raw_websocket(server.url)
+        hello = encode(ClientHello())
+        writer.write(bytes([0x82, 0x80 | len(hello)]) + bytes(4) + hello)
+        conn = await within(connected)
+        writer.write(b"\x82\x03abc")  # unmasked: close 1002
+
+        async def flood() -> None:
+            block = bytes(1 << 16)
+            with contextlib.suppress(OSError):
+                while True:
+                    writer.write(block)
+                    await writer.drain()
+
+        flooding = asyncio.create_task(flood())
+        try:
+            await within(conn.wait_closed(), 1)
+        finally:
+            flooding.cancel()
+            writer.transport.abort()
 
 
 async def _masking_server(closes: asyncio.Future[bytes]) -> asyncio.Server:

@@ -22,6 +22,9 @@ wait is bounded as the lingering close of ``rstreams.net._closing`` is: ``close_
 :data:`~rstreams.net._closing.LINGER_SECONDS` on every connection (websockets' default is 10 s),
 and more than :data:`~rstreams.net._closing.LINGER_BYTES` read after the close was asked for
 aborts the socket (a peer flooding after its violation was read at hundreds of MB a second).
+A close this side sends for the peer's violation (1002, 1007, 1009: websockets "fails" the
+connection) is followed by the same bounds, which websockets does not apply there
+(:meth:`_PongLimit._read_to_the_end`).
 A peer gone without a close frame (its process killed, its socket closed or reset) ends the
 connection as it would on TCP: an end of input as one (``input ended without a goodbye``, §9.3),
 a reset with the socket's error (:meth:`WebSocketTransport._ended`).
@@ -311,23 +314,50 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
         kwargs["max_queue"] = INPUT_FRAMES
         super().__init__(protocol, *args, **kwargs)
 
+    _discarded: int | None = None  # bytes read since this side failed the connection
+    _linger: asyncio.TimerHandle | None = None
+
     def _read_to_the_end(self) -> None:
         """This side failed the connection (its close sent): read the socket again, whatever the
         queue of frames not taken, so that the peer's close or end of input is read (the library
         discards what comes after a failure). A failure found in a message being taken (one in
         too many frames, text that is not UTF-8) leaves the queue full, reading stopped: the
-        connection would wait out ``close_timeout`` for an answer it does not read, then abort."""
+        connection would wait out ``close_timeout`` for an answer it does not read, then abort.
+
+        That wait is bounded as a lingering close is (rstreams.net._closing), which the library
+        does not do after a failure it found in a read (nothing awaits its ``close_timeout``):
+        the socket is aborted once :data:`LINGER_BYTES` more are read, or after
+        :data:`LINGER_SECONDS`; a peer that flooded on after its violation was read and
+        discarded at a GB a second until the connection's idle timeout."""
         transport = getattr(self, "transport", None)
-        if transport is not None and not transport.is_closing():
-            transport.resume_reading()
+        if transport is None or transport.is_closing() or self._discarded is not None:
+            return
+        self._discarded = 0
+        self._linger = self.loop.call_later(LINGER_SECONDS, self._linger_over, f"within {LINGER_SECONDS:g} s")
+        transport.resume_reading()
+
+    def _linger_over(self, why: str) -> None:
+        transport = self.transport
+        if not transport.is_closing():
+            _log.info("ending a WebSocket connection this side failed: no close or end of input %s", why)
+            transport.abort()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         transport = self.transport
+        if self._discarded is not None:
+            self._discarded += len(data)
+            if self._discarded > LINGER_BYTES:
+                self._linger_over(f"within {LINGER_BYTES} bytes (LINGER_BYTES)")
         if transport.get_write_buffer_size() > MAX_UNSENT and not transport.is_closing():
             _log.info("ending a WebSocket connection: %s", PINGED_NOT_READING)
             self.set_connection_exc(ConnectionAbortedError(PINGED_NOT_READING))
             transport.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._linger is not None:
+            self._linger.cancel()
+        super().connection_lost(exc)
 
 
 class _Client(_PongLimit, ClientConnection):  # type: ignore[misc]  # websockets is untyped here
