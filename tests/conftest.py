@@ -19,7 +19,7 @@ settings.register_profile("rstreams", deadline=None)
 settings.load_profile("rstreams")
 
 
-# -- on several workers: scripts/test.sh runs pytest -n 2×cores --dist loadgroup (pytest-xdist) ---
+# -- on several workers: scripts/test.sh runs pytest -n (2 per core) --dist loadgroup (pytest-xdist) -
 # Tests are handed out one at a time, except those that must not run beside each other: each group
 # below runs on one worker, one test after another, while the others take everything else.
 #   spark: the tests of the SparkSession JVM of each process (tests/spark/conftest.py's fixture
