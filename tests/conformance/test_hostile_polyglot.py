@@ -326,7 +326,7 @@ def test_a_flood_of_replies_never_read_keeps_the_server_bounded(server: Served) 
     and never read: the server stops reading them (§6.3) long before their budget, its memory
     stays bounded (the Java one's heap is 64 MiB), and the well-behaved client is served meanwhile."""
     block = numbered(MiB, lambda i: Subscribe(publisher="nope", subscriber=i))
-    peers = Flood.of(server.address, HELLO, block, count=4, budget=64 * MiB)
+    peers = Flood.of(server.address, HELLO, block, count=4, budget=64 * MiB, children=[server.process.pid])
     with RssWatch(
         server.process.pid, rss_kib(server.process.pid), limit_kib=RSS_BOUND // 1024, stop=peers.stop
     ) as watch:

@@ -364,7 +364,7 @@ def test_a_flood_never_read_is_stopped_and_the_server_stays_bounded(server: Serv
     else:
         prologue = masked(SIGNED_IN)
         block = PING * 4096 if flood == "ws-pings" else masked(subscribes)
-    peers = Flood.of(address, prologue, block, count=FLOODERS, budget=64 * MiB)
+    peers = Flood.of(address, prologue, block, count=FLOODERS, budget=64 * MiB, children=[server.pid])
     if transport == "ws":
         peers = upgraded(peers)
     with RssWatch(server.pid, rss_kib(server.pid), limit_kib=RSS_BOUND // 1024, stop=peers.stop) as watch:
