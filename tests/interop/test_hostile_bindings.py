@@ -43,6 +43,7 @@ from rstreams.wire import ClientHello, ExtensionMessage, FrameParser, Goodbye, S
 from testkit import patience
 from testkit.bound import within
 from testkit.hostile import RCVBUF, Flood, Flooder, MiB, RssWatch, numbered, rss_kib, varint
+from testkit.rawws import masked
 
 pytestmark = pytest.mark.timeout(180)  # the first test of each server waits for Maven and its start
 
@@ -214,18 +215,6 @@ async def goodbye_to(server: Served, data: bytes) -> str:
     peer = await Peer.open(server)
     await peer.send(data)
     return await peer.ending()
-
-
-def masked(payload: bytes) -> bytes:
-    """One binary WebSocket message from a client, masked with the key 0 (RFC 6455 §5.2)."""
-    size = len(payload)
-    if size < 126:
-        head = bytes([0x82, 0x80 | size])
-    elif size < 1 << 16:
-        head = bytes([0x82, 0x80 | 126]) + struct.pack(">H", size)
-    else:
-        head = bytes([0x82, 0x80 | 127]) + struct.pack(">Q", size)
-    return head + bytes(4) + payload
 
 
 def upgrade_request(host: str, port: int) -> bytes:

@@ -6,9 +6,7 @@ and 1009 close reasons are rstreams' own and cite §1, on the server's side and 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from rstreams.net import Connection, connect, serve
 from rstreams.wire import ClientHello, FrameParser, Goodbye, ServerHello, encode
 from testkit.bound import within
 from testkit.net import raw_websocket
+from testkit.rawws import accept_upgrade
 
 pytest.importorskip("websockets")
 
@@ -32,7 +31,6 @@ pytestmark = pytest.mark.timeout(30)
 PROTOCOL = (Path(__file__).resolve().parents[2] / "PROTOCOL.md").read_text()
 SECTION_1 = PROTOCOL.split("\n## 1. ", 1)[1].split("\n## 2. ", 1)[0]
 
-WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 """RFC 6455 §1.3: the Sec-WebSocket-Accept is the base64 SHA-1 of the key and this."""
 
 
@@ -201,17 +199,7 @@ async def _masking_server(closes: asyncio.Future[bytes]) -> asyncio.Server:
     masked frame (a server's frames are never masked); ``closes`` gets what the client sends back."""
 
     async def masking(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        request = await reader.readuntil(b"\r\n\r\n")
-        key = next(
-            line.split(b":", 1)[1].strip()
-            for line in request.split(b"\r\n")
-            if line.lower().startswith(b"sec-websocket-key:")
-        )
-        accept = base64.b64encode(hashlib.sha1(key + WS_GUID).digest())
-        writer.write(
-            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: rsio.v0\r\n\r\n"
-        )
+        await accept_upgrade(reader, writer)
         hello = encode(ServerHello())
         writer.write(bytes([0x82, 0x80 | len(hello)]) + bytes(4) + hello)  # masked with the key 0
         data = bytearray()

@@ -17,16 +17,11 @@ from rstreams.net._intake import UNREAD_POLL_MAX
 from rstreams.wire import ClientHello, ExtensionMessage, encode, extensions
 from testkit.bound import within
 from testkit.net import pump_of
+from testkit.rawws import masked
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
 PINGS = encode(ExtensionMessage(type=extensions.PING, payload=bytes(8))) * 1000  # 17 KB of pings
-
-
-def _binary(payload: bytes) -> bytes:
-    """A client's binary WebSocket message, masked with the key 0 (its bytes stay as they are)."""
-    head = bytes([0x82, 0x80 | 127]) + len(payload).to_bytes(8, "big")
-    return head + bytes(4) + payload
 
 
 async def _peer(url: str) -> tuple[socket.socket, asyncio.StreamWriter]:
@@ -56,7 +51,7 @@ async def test_a_peer_reset_while_not_read_ends_its_connection_within_a_look(url
     connections: list[Connection] = []
     async with await serve(url, {}, on_connection=connections.append) as server:
         sock, writer = await _peer(server.url)
-        frame = _binary if server.url.startswith("ws:") else bytes
+        frame = masked if server.url.startswith("ws:") else bytes
         writer.write(frame(encode(ClientHello(extensions=(extensions.KEEPALIVE.id,)))))
 
         async def not_read() -> Connection:

@@ -23,6 +23,7 @@ from rstreams.conformance._transport import RawListener, open_raw
 from rstreams.net import Connection, serve
 from rstreams.wire import ClientHello, ExtensionMessage, encode, extensions
 from testkit.bound import within
+from testkit.rawws import masked
 
 pytest.importorskip("websockets")
 
@@ -33,18 +34,6 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 MiB = 1024 * 1024
 PING = encode(ExtensionMessage(type=extensions.PING, payload=bytes(8)))
 MESSAGE = PING * (MiB // len(PING))  # one message of pings, just under 1 MiB
-
-
-def _binary(payload: bytes) -> bytes:
-    """A client's binary message, masked with the key 0 (its bytes stay as they are)."""
-    n = len(payload)
-    if n < 126:
-        head = bytes([0x82, 0x80 | n])
-    elif n < 65536:
-        head = bytes([0x82, 0x80 | 126]) + n.to_bytes(2, "big")
-    else:
-        head = bytes([0x82, 0x80 | 127]) + n.to_bytes(8, "big")
-    return head + bytes(4) + payload
 
 
 async def _upgraded(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -80,11 +69,11 @@ async def test_a_peer_that_floods_1_mib_messages_and_never_reads_is_held_to_a_fe
     connections: list[Connection] = []
     async with await serve("ws://127.0.0.1:0/rsio", {}, on_connection=connections.append) as server:
         _, writer = await _upgraded(int(server.url.rsplit(":", 1)[1].split("/")[0]))
-        writer.write(_binary(encode(ClientHello(extensions=(extensions.KEEPALIVE.id,)))))
+        writer.write(masked(encode(ClientHello(extensions=(extensions.KEEPALIVE.id,)))))
 
         async def flood() -> None:
             while True:
-                writer.write(_binary(MESSAGE))
+                writer.write(masked(MESSAGE))
                 await writer.drain()
 
         flooding = asyncio.create_task(flood())
@@ -117,11 +106,11 @@ async def test_a_connection_the_server_is_not_reading_ends_when_the_server_close
     connections: list[Connection] = []
     server = await serve("ws://127.0.0.1:0/rsio", {}, on_connection=connections.append)
     _, writer = await _upgraded(int(server.url.rsplit(":", 1)[1].split("/")[0]))
-    writer.write(_binary(encode(ClientHello(extensions=(extensions.KEEPALIVE.id,)))))
+    writer.write(masked(encode(ClientHello(extensions=(extensions.KEEPALIVE.id,)))))
 
     async def not_read() -> Connection:
         while True:
-            writer.write(_binary(MESSAGE))
+            writer.write(masked(MESSAGE))
             await asyncio.sleep(0)
             if connections:
                 pump = connections[0]._pump

@@ -11,6 +11,7 @@ import pytest
 from rstreams.net import serve
 from rstreams.wire import ClientHello, encode
 from testkit.net import raw_websocket
+from testkit.rawws import masked
 
 pytest.importorskip("websockets")
 
@@ -19,24 +20,12 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 MiB = 1024 * 1024
 
 
-def _binary(payload: bytes) -> bytes:
-    """A client's binary message, masked with the key 0 (its bytes stay as they are)."""
-    n = len(payload)
-    if n < 126:
-        head = bytes([0x82, 0x80 | n])
-    elif n < 65536:
-        head = bytes([0x82, 0x80 | 126]) + n.to_bytes(2, "big")
-    else:
-        head = bytes([0x82, 0x80 | 127]) + n.to_bytes(8, "big")
-    return head + bytes(4) + payload
-
-
 async def test_a_peer_flooding_after_its_error_is_cut_off() -> None:
     server = await serve("ws://127.0.0.1:0/rsio", {})
     async with server:
         _, writer = await raw_websocket(server.url)
-        writer.write(_binary(encode(ClientHello()) + b"\x0e"))  # a reserved type: an error goodbye
-        flood = _binary(bytes(256 * 1024))
+        writer.write(masked(encode(ClientHello()) + b"\x0e"))  # a reserved type: an error goodbye
+        flood = masked(bytes(256 * 1024))
         sent = 0
         cut_off = False
         try:

@@ -5,8 +5,6 @@ a bound the pongs unsent to such a peer would grow without end."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 
 import pytest
 
@@ -15,6 +13,7 @@ from rstreams.net import connect, serve
 from rstreams.wire import ServerHello, encode
 from testkit.bound import within
 from testkit.net import raw_websocket
+from testkit.rawws import accept_upgrade
 
 pytest.importorskip("websockets")
 
@@ -42,7 +41,6 @@ MASK = b"\x01\x02\x03\x04"
 PING = b"\x89\xfd" + MASK + bytes(b ^ MASK[i % 4] for i, b in enumerate(bytes(125)))
 """A masked client ping with the largest payload a control frame may have (125 bytes)."""
 
-WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 """RFC 6455 §1.3: the Sec-WebSocket-Accept is the base64 SHA-1 of the key and this."""
 
 
@@ -74,17 +72,7 @@ async def _pinging_server(sent: list[int]) -> asyncio.Server:
     ``sent`` gets the bytes of pings it wrote."""
 
     async def pinging(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        request = await reader.readuntil(b"\r\n\r\n")
-        key = next(
-            line.split(b":", 1)[1].strip()
-            for line in request.split(b"\r\n")
-            if line.lower().startswith(b"sec-websocket-key:")
-        )
-        accept = base64.b64encode(hashlib.sha1(key + WS_GUID).digest())
-        writer.write(
-            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: rsio.v0\r\n\r\n"
-        )
+        await accept_upgrade(reader, writer)
         hello = encode(ServerHello())
         writer.write(bytes([0x82, len(hello)]) + hello)  # one binary message
         ping = b"\x89\x7d" + bytes(125)

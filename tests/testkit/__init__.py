@@ -17,6 +17,7 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 ``testkit.names``         the ``names`` vectors (PROTOCOL.md §5.5), their offer, a message handler
 ``testkit.chaos``         a TCP proxy that cuts and stalls connections on purpose
 ``testkit.hostile``       a server process, raw-socket flooders, a legitimate client
+``testkit.rawws``         WebSocket bytes by hand: a client's masked message, a server's 101
 ``testkit.tls``           a CA made on the spot, and the certificates it signs
 ``testkit.replay``        the ``serve`` fixture (ReplayServers stopped after each test)
 ``testkit.spark``         records, readers, bounded waits on Spark query progress
@@ -26,7 +27,7 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 ``testkit.snippets``      the documents' code blocks, found and run as written
 ``testkit.observe``       a clock the test moves, a subscriber that waits on events
 ``testkit.imports``       a package's import graph and a cycle finder (structure tests)
-``testkit.groups``        the tests that pytest -n 2 runs on one worker (tests/conftest.py)
+``testkit.groups``        the tests that pytest -n N runs on one worker (tests/conftest.py)
 ``testkit.broken_publishers``, ``testkit.broken_subscribers``: the TCK's own test subjects
 ========================  ============================================================
 """
