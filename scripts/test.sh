@@ -47,6 +47,16 @@ stop_background() {  # a step that fails ends the background ones too
   for pid in $oldest_pid $js_pid; do pkill -TERM -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
 }
 trap stop_background EXIT
+await_background() {  # PID LOG WHAT: wait for a background step, show its output, stop if it failed
+  local status=0
+  wait "$1" || status=$?
+  cat "$2"
+  rm -f "$2"
+  if [ "$status" != 0 ]; then
+    echo "$3 failed (exit $status)" >&2
+    exit "$status"
+  fi
+}
 if [ "${RSTREAMS_SPARK_OLDEST:-1}" != 0 ]; then
   oldest_log=$(mktemp)
   oldest=$(sed -n 's/.*"pyspark>=\([0-9.]*\).*/\1/p' pyproject.toml | head -1)
@@ -109,15 +119,8 @@ fi
 # --- end of the Java binding's block -------------------------------------------------------------
 if [ -n "$js_pid" ]; then
   echo "== js: npm run typecheck and npm test (run beside Maven)"
-  js_status=0
-  wait "$js_pid" || js_status=$?
+  await_background "$js_pid" "$js_log" "the JavaScript package's typecheck or tests"
   js_pid=""
-  cat "$js_log"
-  rm -f "$js_log"
-  if [ "$js_status" != 0 ]; then
-    echo "the JavaScript package's typecheck or tests failed (exit $js_status)" >&2
-    exit "$js_status"
-  fi
 fi
 # pytest on two worker processes per core, at most 8 (pytest-xdist; tests/conftest.py keeps the
 # Spark tests on one worker and the Maven-built ones on one): most tests spend their time waiting
@@ -130,15 +133,8 @@ echo "== tests (pytest on $workers workers)"
 "$VENV/bin/python" -X dev -m pytest -n "$workers" --dist loadgroup "$@"
 if [ -n "$oldest_pid" ]; then
   echo "== Spark tests on the oldest declared PySpark ($oldest)"
-  oldest_status=0
-  wait "$oldest_pid" || oldest_status=$?
+  await_background "$oldest_pid" "$oldest_log" "installing .venv-spark-oldest"
   oldest_pid=""
-  cat "$oldest_log"
-  rm -f "$oldest_log"
-  if [ "$oldest_status" != 0 ]; then
-    echo "installing .venv-spark-oldest failed (exit $oldest_status)" >&2
-    exit "$oldest_status"
-  fi
   VENV=.venv-spark-oldest
   "$VENV/bin/python" -c 'import pyspark; print("   pyspark", pyspark.__version__)'
   "$VENV/bin/python" -X dev -m pytest tests/spark/test_reader.py tests/spark/test_source.py
