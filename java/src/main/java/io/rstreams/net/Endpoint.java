@@ -1199,7 +1199,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 }
                 case FrameType.RESUME_ACK -> {
                     boolean full = replay.unacked() >= replay.bound;
-                    replay.ack(ResumeFrames.position(x.payload()));
+                    replay.ack(ResumeFrames.position(x.payload(), "resumeAck"));
                     replay.ackReceived(2L + x.payload().length);
                     if (full && replay.unacked() < replay.bound) {
                         refillAll(); // production waited at the replay bound, not for the channel (§16.4)
@@ -1347,13 +1347,15 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         List<java.nio.ByteBuffer> again = ended ? null : replay.from(position);
         if (again == null) {
             if (sendResumed) {
-                newCtx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused(
-                        "resume position outside the replay buffer (PROTOCOL.md §16.3)"))).addListener(ChannelFutureListener.CLOSE);
+                newCtx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused("position " + Long.toUnsignedString(position)
+                        + " is outside the replay buffer (" + replay.ackedPosition() + ".." + replay.sentPosition()
+                        + "): the two sides disagree on what was received (PROTOCOL.md §16.3)")))
+                        .addListener(ChannelFutureListener.CLOSE);
             } else {
                 newCtx.close();
             }
             rest.release();
-            sessionFailed("the resume position " + position + " is outside the replay buffer (PROTOCOL.md §16.6)");
+            sessionFailed("the resume position " + Long.toUnsignedString(position) + " is outside the replay buffer (PROTOCOL.md §16.6)");
             return;
         }
         ChannelHandlerContext old = this.ctx;

@@ -35,6 +35,11 @@ final class Replay {
         }
     }
 
+    /** Where our stream's acknowledged part ends: the first byte still kept for a replay. */
+    long ackedPosition() {
+        return acked;
+    }
+
     long sentPosition() {
         return sent;
     }

@@ -33,32 +33,61 @@ final class ResumeFrames {
         return out;
     }
 
-    /** The one varint a resumeAck or resumed payload holds (§16.2). */
-    static long position(byte[] payload) throws ProtocolException {
+    /** The one varint a resumeAck or resumed ({@code what}) payload holds (§16.2), refused in rstreams' words. */
+    static long position(byte[] payload, String what) throws ProtocolException {
         int[] at = {0};
-        long p = readVarint(payload, at, payload.length);
-        if (at[0] != payload.length || p < 0) {
-            throw new ProtocolException("a position payload must be exactly one varint (PROTOCOL.md §16.2)");
+        long p = readVarint(payload, at, what);
+        if (at[0] != payload.length) {
+            throw malformed(what + ": " + (payload.length - at[0]) + " byte(s) after the position");
         }
         return p;
     }
 
-    private static long readVarint(byte[] b, int[] at, int end) throws ProtocolException {
+    /** One varint of a complete payload ({@code what} names it): running out of bytes is malformed, not "wait". */
+    private static long readVarint(byte[] b, int[] at, String what) throws ProtocolException {
+        long value;
+        try {
+            value = varint(b, at, b.length);
+        } catch (ProtocolException e) {
+            throw malformed(what + ": " + e.getMessage());
+        }
+        if (at[0] < 0) {
+            throw malformed(what + ": the payload ends inside a varint");
+        }
+        return value;
+    }
+
+    /**
+     * The varint at {@code at[0]} by §2.1's rules, as rstreams reads it: {@code at[0]} moves past it,
+     * or becomes -1 when the bytes end inside it. A malformed one is a ProtocolException whose
+     * message is rstreams' words for its fault, without a section (the resume texts cite §16.2).
+     */
+    private static long varint(byte[] b, int[] at, int end) throws ProtocolException {
         long value = 0;
-        for (int shift = 0, i = 0; i < Varint.MAX_BYTES; i++, shift += 7) {
-            if (at[0] >= end) {
-                throw new ProtocolException("a truncated varint (PROTOCOL.md §16.2)");
+        int start = at[0];
+        for (int i = 0; i < Varint.MAX_BYTES; i++) {
+            if (start + i >= end) {
+                at[0] = -1;
+                return 0;
             }
-            int x = b[at[0]++] & 0xFF;
-            value |= (long) (x & 0x7F) << shift;
+            int x = b[start + i] & 0xFF;
+            if (i == Varint.MAX_BYTES - 1 && x > 0x01) {
+                break; // 2**64 or more, or an 11th byte
+            }
+            value |= (long) (x & 0x7F) << (7 * i);
             if (x < 0x80) {
                 if (x == 0 && i > 0) {
-                    throw new ProtocolException("a non-minimal varint (PROTOCOL.md §16.2)");
+                    throw new ProtocolException("non-minimal varint encoding (trailing 0x00 byte)");
                 }
+                at[0] = start + i + 1;
                 return value;
             }
         }
-        throw new ProtocolException("an over-long varint (PROTOCOL.md §16.2)");
+        throw new ProtocolException("over-long varint: more than 10 bytes or a value above 2**64-1");
+    }
+
+    private static ProtocolException malformed(String what) {
+        return new ProtocolException(what + " (PROTOCOL.md §16.2)");
     }
 
     private static byte[] message(int type, byte[] payload) {
@@ -104,15 +133,16 @@ final class ResumeFrames {
         int[] at = {1};
         long len;
         try {
-            len = readVarint(head, at, head.length);
+            len = varint(head, at, head.length);
         } catch (ProtocolException e) {
-            if (head.length < 1 + Varint.MAX_BYTES) {
-                return null; // the length is not all here yet
-            }
-            throw e;
+            throw malformed(String.format("message 0x%02x: %s", head[0] & 0xFF, e.getMessage()));
         }
-        if (len > MAX_PAYLOAD) {
-            throw new ProtocolException("a resume message payload of " + len + " bytes exceeds " + MAX_PAYLOAD + " (PROTOCOL.md §16.7)");
+        if (at[0] < 0) {
+            return null; // the length is not all here yet
+        }
+        if (Long.compareUnsigned(len, MAX_PAYLOAD) > 0) {
+            throw new ProtocolException(String.format("message 0x%02x announces a %s-byte payload; at most %d in the resume "
+                    + "exchange (PROTOCOL.md §16.7)", head[0] & 0xFF, Long.toUnsignedString(len), MAX_PAYLOAD));
         }
         if (n < at[0] + len) {
             return null;
@@ -123,19 +153,22 @@ final class ResumeFrames {
         return new byte[][] {{head[0]}, payload};
     }
 
-    /** Splits a resume payload into its token and position (§16.2). */
+    /**
+     * Splits a resume payload into its token and position (§16.2), refused in rstreams' words; a
+     * position above 2**63 - 1 is returned as a negative long (outside every replay buffer).
+     */
     static Object[] tokenAndPosition(byte[] payload) throws ProtocolException {
         int[] at = {0};
-        long tl = readVarint(payload, at, payload.length);
+        long tl = readVarint(payload, at, "resume token length");
         if (tl < 1 || tl > 64 || at[0] + tl > payload.length) {
-            throw new ProtocolException("a resume token must be 1-64 bytes (PROTOCOL.md §16.2)");
+            throw malformed("resume token length " + Long.toUnsignedString(tl) + " is not 1 to 64 bytes");
         }
         byte[] token = new byte[(int) tl];
         System.arraycopy(payload, at[0], token, 0, token.length);
         at[0] += token.length;
-        long pos = readVarint(payload, at, payload.length);
-        if (at[0] != payload.length || pos < 0) {
-            throw new ProtocolException("bytes after the resume position (PROTOCOL.md §16.2)");
+        long pos = readVarint(payload, at, "resume position");
+        if (at[0] != payload.length) {
+            throw malformed("resume: " + (payload.length - at[0]) + " byte(s) after the position");
         }
         return new Object[] {token, pos};
     }

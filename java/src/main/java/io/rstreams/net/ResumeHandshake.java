@@ -66,7 +66,7 @@ final class ResumeHandshake extends ChannelInboundHandlerAdapter {
             pending = null;
             timeout.cancel(false);
             if (type == FrameType.RESUMED) {
-                long position = ResumeFrames.position(message[1]);
+                long position = ResumeFrames.position(message[1], "resumed");
                 ctx.pipeline().remove(this);
                 session.attach(ctx.pipeline().context(session), position, false, rest);
             } else {

@@ -333,7 +333,7 @@ public final class Channels {
             int output = connection == null ? 0 : connection.outputJoining();
             if (joining + output >= limits.maxPartsInFlight()) {
                 throw ProtocolException.limit("more than max_parts_in_flight=" + limits.maxPartsInFlight()
-                        + " partially received elements (PROTOCOL.md §11)");
+                        + " split elements at once (PROTOCOL.md §11)");
             }
             in.parts = new Parts();
             joining++;
@@ -347,8 +347,8 @@ public final class Channels {
         }
         long outputBytes = connection == null ? 0 : connection.outputJoiningBytes();
         if (joiningBytes + outputBytes + data.length > limits.maxReassemblyBytes()) {
-            throw ProtocolException.limit("more than max_reassembly_bytes=" + limits.maxReassemblyBytes()
-                    + " bytes in partially received elements (PROTOCOL.md §11)");
+            throw ProtocolException.limit("split elements in flight exceed max_reassembly_bytes=" + limits.maxReassemblyBytes()
+                    + " (PROTOCOL.md §11)");
         }
         p.size += data.length;
         joiningBytes += data.length;

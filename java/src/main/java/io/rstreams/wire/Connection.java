@@ -346,9 +346,8 @@ public final class Connection {
             } else if (f instanceof Frame.Goodbye g) {
                 goodbyeReceived(g, null); // error-codes is not active before the hello (§19.1)
             } else {
-                throw new ProtocolException(String.format(
-                        "the first message must be the peer's %s, got message type 0x%02x (PROTOCOL.md §4.1)",
-                        side == Side.CLIENT ? "serverHello" : "clientHello", f.type()));
+                throw new ProtocolException("the first message must be " + (side == Side.CLIENT ? "ServerHello" : "ClientHello")
+                        + ", got " + frameName(f) + " (PROTOCOL.md §4.1)");
             }
             return;
         }
@@ -387,14 +386,28 @@ public final class Connection {
         } else if (f instanceof Frame.Extension x) {
             extensionReceived(x);
         } else {
-            throw new ProtocolException("a second hello, or a hello of the wrong kind (PROTOCOL.md §4.1)");
+            throw new ProtocolException("unexpected " + frameName(f) + ": the handshake is over or it is ours (PROTOCOL.md §4.1)");
         }
+    }
+
+    /** What rstreams calls a received message in a handshake error (its class name there: ClientHello, OnNext, ...). */
+    private static String frameName(Frame f) {
+        if (f instanceof Frame.Hello h) {
+            return h.fromServer() ? "ServerHello" : "ClientHello";
+        }
+        if (f instanceof Frame.OnNextPart p) {
+            return p.last() ? "OnNextLastPart" : "OnNextPart";
+        }
+        if (f instanceof Frame.Extension) {
+            return "ExtensionMessage";
+        }
+        return f.getClass().getSimpleName(); // Goodbye, Subscribe, Request, Cancel, OnSubscribe, OnNext, ...
     }
 
     private void hello(Frame.Hello h) throws ProtocolException {
         if (h.version() != 0) {
-            throw new ProtocolException("unsupported version " + h.version()
-                    + ": this endpoint speaks version 0 only (PROTOCOL.md §4.2)");
+            throw new ProtocolException("unsupported protocol version " + h.version()
+                    + "; this endpoint speaks version 0 (PROTOCOL.md §4.2)");
         }
         helloReceived = true;
         Set<Long> both = new LinkedHashSet<>();
@@ -499,7 +512,7 @@ public final class Connection {
     /**
      * The varints of an errorCode or goodbyeCode payload, which they must fill exactly (§19.1).
      *
-     * @throws ProtocolException citing §19.1 for a truncated, non-minimal or over-long varint, or bytes after the fields
+     * @throws ProtocolException citing §19.1 for a truncated or bad varint, or trailing bytes (rstreams' words)
      */
     static long[] qualifierFields(byte[] payload, int count, String what) throws ProtocolException {
         long[] fields = new long[count];
@@ -508,13 +521,13 @@ public final class Connection {
             try {
                 fields[i] = Varint.read(payload, next[0], payload.length, next);
             } catch (Varint.Incomplete | ProtocolException e) {
-                throw new ProtocolException("malformed " + what + " payload (a truncated, non-minimal or over-long varint) "
-                        + "(PROTOCOL.md §19.1)");
+                throw new ProtocolException("malformed " + what + (e instanceof Varint.Incomplete ? " (truncated)" : " (bad varint)")
+                        + " payload (PROTOCOL.md §19.1)");
             }
         }
         if (next[0] != payload.length) {
-            throw new ProtocolException("malformed " + what + " payload (" + (payload.length - next[0])
-                    + " byte(s) after its fields) (PROTOCOL.md §19.1)");
+            throw new ProtocolException("malformed " + what + " (" + (payload.length - next[0])
+                    + " trailing bytes) payload (PROTOCOL.md §19.1)");
         }
         return fields;
     }
@@ -653,8 +666,8 @@ public final class Connection {
         long id = s.subscriber();
         boolean channel = channels != null && channels.subscribeReceived(id); // the mark is used up whatever follows (§21.3)
         if (theirs.containsKey(id)) {
-            throw new ProtocolException("subscribe for subscriber " + Long.toUnsignedString(id)
-                    + ", whose subscription is still open (PROTOCOL.md §5.3)");
+            throw new ProtocolException("subscribe reuses subscriber id " + Long.toUnsignedString(id)
+                    + " before its subscription ended (PROTOCOL.md §5.3)");
         }
         if (s.initialDemand() < 0) {
             refuse(id, "rule 3.9: initialDemand " + Long.toUnsignedString(s.initialDemand())
@@ -726,7 +739,8 @@ public final class Connection {
         if (n <= 0) {
             theirs.remove(id);
             outputEnded(id, true);
-            String reason = "rule 3.9: request(n) needs 0 < n < 2**63, got " + Long.toUnsignedString(n) + " (PROTOCOL.md §6.2)";
+            String reason = "rule 3.9: request(" + (n == 0 ? "0" : Long.toUnsignedString(n) + " (a negative 64-bit number)")
+                    + ") is illegal (PROTOCOL.md §6.2)";
             writeOnError(id, reason, ErrorCode.INVALID_DEMAND.value());
             events.add(new Event.Cancelled(id, reason));
             return;
@@ -753,20 +767,25 @@ public final class Connection {
 
     // -- the peer as publisher (our ids) --
 
-    private Ours open(long id, Signal signal, String what) throws ProtocolException {
+    /** Our subscription {@code id}, if {@code signal} may come now (§5.2); else the violation, in rstreams' words. */
+    private Ours open(long id, Signal signal) throws ProtocolException {
         Ours o = ours.get(id);
-        StreamState next = o == null ? null : o.state.after(signal);
-        if (next == null) {
-            String why = o == null ? "which has no open subscription"
-                    : o.state == StreamState.SUBSCRIBED ? "before its onSubscribe"
-                    : signal == Signal.ON_SUBSCRIBE ? "which already had its onSubscribe" : "in state " + o.state;
-            throw new ProtocolException(what + " for subscriber " + Long.toUnsignedString(id) + ", " + why + " (PROTOCOL.md §5.2)");
+        if (o == null) {
+            throw new ProtocolException(SIGNAL_NAMES[signal.ordinal()] + " for unknown subscriber id " + Long.toUnsignedString(id)
+                    + " (PROTOCOL.md §5.2)");
+        }
+        if (o.state.after(signal) == null) {
+            throw new ProtocolException(SIGNAL_NAMES[signal.ordinal()] + " for subscriber " + Long.toUnsignedString(id)
+                    + " in state " + o.state + " (PROTOCOL.md §5.2)");
         }
         return o;
     }
 
+    /** The signals as rstreams names them (parts and onNextPacked are onNext), by ordinal. */
+    private static final String[] SIGNAL_NAMES = {"subscribe", "request", "cancel", "onSubscribe", "onNext", "onComplete", "onError"};
+
     private void onSubscribeReceived(long id, long elementSize, String contentType) throws ProtocolException {
-        Ours o = open(id, Signal.ON_SUBSCRIBE, "onSubscribe");
+        Ours o = open(id, Signal.ON_SUBSCRIBE);
         if (o.state == StreamState.CANCELLED) {
             return;
         }
@@ -780,15 +799,14 @@ public final class Connection {
             return;
         }
         if (Long.compareUnsigned(count, o.outstanding) > 0) {
-            throw new ProtocolException((count == 1 ? "onNext" : "onNextPacked of " + Long.toUnsignedString(count) + " elements")
-                    + " for subscriber " + Long.toUnsignedString(id) + " exceeds the outstanding demand of "
-                    + o.outstanding + " (PROTOCOL.md §6.3)");
+            throw new ProtocolException(Long.toUnsignedString(count) + " element(s) for subscriber " + Long.toUnsignedString(id)
+                    + " exceed the outstanding demand of " + o.outstanding + " (PROTOCOL.md §6.3)");
         }
         o.outstanding -= count;
     }
 
     private void onNextReceived(long id, byte[] element) throws ProtocolException {
-        Ours o = open(id, Signal.ON_NEXT, "onNext");
+        Ours o = open(id, Signal.ON_NEXT);
         if (o.state == StreamState.CANCELLED) {
             return;
         }
@@ -797,7 +815,7 @@ public final class Connection {
     }
 
     private void packedReceived(Frame.OnNextPacked p) throws ProtocolException {
-        Ours o = open(p.subscriber(), Signal.ON_NEXT, "onNextPacked");
+        Ours o = open(p.subscriber(), Signal.ON_NEXT);
         if (o.state == StreamState.CANCELLED) {
             return;
         }
@@ -807,7 +825,7 @@ public final class Connection {
 
     private void partReceived(Frame.OnNextPart p) throws ProtocolException {
         long id = p.subscriber();
-        Ours o = open(id, Signal.ON_NEXT, p.last() ? "onNextLastPart" : "onNextPart");
+        Ours o = open(id, Signal.ON_NEXT);
         if (o.state == StreamState.CANCELLED) {
             return;
         }
@@ -821,17 +839,12 @@ public final class Connection {
             }
             if (partials.size() + (channels == null ? 0 : channels.joining()) >= limits.maxPartsInFlight()) { // with split input (§21.6)
                 throw ProtocolException.limit("more than max_parts_in_flight=" + limits.maxPartsInFlight()
-                        + " partially received elements (PROTOCOL.md §11)");
+                        + " split elements at once (PROTOCOL.md §11)");
             }
             joined = new Parts();
             partials.put(key, joined);
         }
-        partialBytes += p.data().length;
-        if (partialBytes + (channels == null ? 0 : channels.joiningBytes()) > limits.maxReassemblyBytes()) {
-            throw ProtocolException.limit("more than max_reassembly_bytes=" + limits.maxReassemblyBytes()
-                    + " bytes in partially received elements (PROTOCOL.md §11)");
-        }
-        if ((long) joined.size() + p.data().length > limits.maxElementSize()) {
+        if ((long) joined.size() + p.data().length > limits.maxElementSize()) { // checked before the bytes in flight, as rstreams
             dropPartials(id);
             o.state = StreamState.CANCELLED;
             out.write(new Frame.Cancel(id), 0);
@@ -839,6 +852,11 @@ public final class Connection {
                     + " exceeds max_element_size=" + limits.maxElementSize() + " (PROTOCOL.md §8)", true));
             return;
         }
+        if (partialBytes + p.data().length + (channels == null ? 0 : channels.joiningBytes()) > limits.maxReassemblyBytes()) {
+            throw ProtocolException.limit("split elements in flight exceed max_reassembly_bytes=" + limits.maxReassemblyBytes()
+                    + " (PROTOCOL.md §11)");
+        }
+        partialBytes += p.data().length;
         joined.add(p.data());
         if (p.last()) {
             partials.remove(key);
@@ -849,7 +867,7 @@ public final class Connection {
 
     private void deliverJoined(Ours o, long id, byte[] element) throws ProtocolException {
         if (o.elementSize != 0 && element.length != o.elementSize) {
-            throw new ProtocolException("a split element of " + element.length + " bytes for subscriber "
+            throw new ProtocolException("joined element of " + element.length + " bytes for subscriber "
                     + Long.toUnsignedString(id) + ", whose elementSize is " + o.elementSize + " (PROTOCOL.md §7)");
         }
         events.add(new Event.Element(id, element));
@@ -875,6 +893,16 @@ public final class Connection {
         });
     }
 
+    private int unfinished(long id) {
+        int n = 0;
+        for (PartKey k : partials.keySet()) {
+            if (k.id() == id) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     private boolean hasPartial(long id) {
         for (PartKey k : partials.keySet()) {
             if (k.id() == id) {
@@ -885,11 +913,11 @@ public final class Connection {
     }
 
     private void terminalReceived(long id, String error, Long code) throws ProtocolException {
-        Ours o = open(id, error == null ? Signal.ON_COMPLETE : Signal.ON_ERROR, error == null ? "onComplete" : "onError");
+        Ours o = open(id, error == null ? Signal.ON_COMPLETE : Signal.ON_ERROR);
         boolean quiet = o.state == StreamState.CANCELLED;
         if (error == null && !quiet && !partials.isEmpty() && hasPartial(id)) {
-            throw new ProtocolException("onComplete for subscriber " + Long.toUnsignedString(id)
-                    + " while a split element is unfinished (PROTOCOL.md §8)");
+            throw new ProtocolException("onComplete for subscriber " + Long.toUnsignedString(id) + " with "
+                    + unfinished(id) + " unfinished split element(s) (PROTOCOL.md §8)");
         }
         if (!partials.isEmpty()) {
             dropPartials(id);

@@ -55,9 +55,23 @@ public final class ContentTypes {
         String kind = slash < 0 ? "" : essence.substring(0, slash);
         String sub = slash < 0 ? "" : essence.substring(slash + 1);
         if (kind.isEmpty() || sub.isEmpty() || !tokens(kind) || !tokens(sub)) {
-            return "a media type starts with type/subtype, got '" + essence + "'";
+            return "a media type starts with type/subtype, got " + quoted(essence);
         }
         return null;
+    }
+
+    /** Printable US-ASCII {@code text} quoted as Python's repr() quotes it. */
+    static String quoted(String text) {
+        char quote = text.indexOf('\'') >= 0 && text.indexOf('"') < 0 ? '"' : '\'';
+        StringBuilder out = new StringBuilder().append(quote);
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == quote || c == '\\') {
+                out.append('\\');
+            }
+            out.append(c);
+        }
+        return out.append(quote).toString();
     }
 
     private static boolean tokens(String s) {
@@ -129,8 +143,8 @@ public final class ContentTypes {
             throw malformed("subscriber id");
         }
         for (int i = next[0]; i < payload.length; i++) {
-            if (payload[i] < 0x20 || payload[i] > 0x7E) {
-                throw malformed("not printable US-ASCII");
+            if (payload[i] < 0) { // above 0x7F; a control character is problem()'s (printable), as rstreams checks
+                throw malformed("not US-ASCII");
             }
         }
         String text = new String(payload, next[0], payload.length - next[0], StandardCharsets.US_ASCII);

@@ -193,14 +193,18 @@ public final class SubscribeMetadata {
                 throw malformed("a key runs past the payload");
             }
             int at = next[0];
-            String key = new String(payload, at, (int) keyLength, StandardCharsets.ISO_8859_1); // checked as ASCII below
+            for (int k = at; k < at + keyLength; k++) {
+                if (payload[k] < 0) {
+                    throw malformed("a key is not ASCII");
+                }
+            }
+            String key = new String(payload, at, (int) keyLength, StandardCharsets.US_ASCII);
             next[0] = at + (int) keyLength;
-            String problem = keyProblem(key);
-            if (problem != null) {
-                throw malformed(problem);
+            if (keyProblem(key) != null) { // the rule, without the key (rstreams' words)
+                throw malformed("a metadata key is 1.." + MAX_KEY_LENGTH + " of a-z 0-9 - _ .");
             }
             if (entries.containsKey(key)) {
-                throw malformed("key '" + key + "' twice");
+                throw malformed("key " + ContentTypes.quoted(key) + " twice");
             }
             long valueLength = varint(payload, next);
             if (Long.compareUnsigned(valueLength, payload.length - next[0]) > 0) {

@@ -63,7 +63,7 @@ public class ResumeVectorsTest {
         for (String type : List.of("resumed", "resumeAck")) {
             Map<String, Object> v = vector(type);
             long position = ((BigInteger) fields(v).get("position")).longValue();
-            assertEquals(ResumeFrames.position(payload(v)), position, type);
+            assertEquals(ResumeFrames.position(payload(v), type), position, type);
             assertEquals(Hex.encode(ResumeFrames.varint(position)), Hex.encode(payload(v)), type);
         }
         Map<String, Object> resumed = vector("resumed");

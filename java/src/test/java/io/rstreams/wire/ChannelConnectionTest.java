@@ -216,11 +216,11 @@ public class ChannelConnectionTest {
     @Test(timeOut = 5_000)
     public void splitInputCountsWithSplitOutputAgainstTheConnectionsLimits() {
         Limits oneAtATime = new Limits(1000, 64 << 10, 1024, 1024, 1, 100_000, 64, 10);
-        String parts = "more than max_parts_in_flight=1 partially received elements (PROTOCOL.md §11)";
+        String parts = "more than max_parts_in_flight=1 split elements at once (PROTOCOL.md §11)";
         assertEquals(splitInputAndOutput(oneAtATime, 100, 5, true), parts);
         assertEquals(splitInputAndOutput(oneAtATime, 100, 5, false), parts);
         Limits hundredBytes = new Limits(100, 64 << 10, 1024, 1024, 64, 100, 64, 60);
-        String bytes = "more than max_reassembly_bytes=100 bytes in partially received elements (PROTOCOL.md §11)";
+        String bytes = "split elements in flight exceed max_reassembly_bytes=100 (PROTOCOL.md §11)";
         assertEquals(splitInputAndOutput(hundredBytes, 90, 50, true), bytes); // 60 of output + 50 of input
         assertEquals(splitInputAndOutput(hundredBytes, 90, 50, false), bytes);
         assertEquals(splitInputAndOutput(hundredBytes, 90, 40, true), null); // 100 in all: within the bound

@@ -120,7 +120,7 @@ public class ConnectionTest {
             c.receiveData(in, 0, in.length);
             Event.Closed closed = closed(c, new ArrayList<>());
             String reason = closed.error().getMessage();
-            assertTrue(reason.contains("unsupported version 1") && reason.contains("§4.2"), side + ": " + reason);
+            assertTrue(reason.contains("unsupported protocol version 1") && reason.contains("§4.2"), side + ": " + reason);
             byte[] out = c.dataToSend();
             assertEquals(out[0], FrameType.GOODBYE);
             assertTrue(new String(out, java.nio.charset.StandardCharsets.UTF_8).contains("§4.2"), side + ": goodbye");
