@@ -5,6 +5,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.rstreams.wire.FrameType;
 import io.rstreams.wire.ProtocolException;
 
@@ -94,6 +95,21 @@ final class ResumeSniffer extends ChannelInboundHandlerAdapter {
             }
             ctx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused(e.getMessage()))).addListener(ChannelFutureListener.CLOSE);
         }
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
+        if (evt instanceof ChannelInputShutdownEvent && pending != null) {
+            // a resume cut short (anything else was decided at its first byte): §9.3's truncated
+            // message, refused in rstreams' words, and the transport ends at once
+            int n = pending.readableBytes();
+            pending.release();
+            pending = null;
+            ctx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused("input ended inside resume (" + n
+                    + " bytes of an incomplete message) (PROTOCOL.md §9.3)"))).addListener(ChannelFutureListener.CLOSE);
+            return;
+        }
+        super.userEventTriggered(ctx, evt);
     }
 
     @Override

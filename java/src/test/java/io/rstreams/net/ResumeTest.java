@@ -192,6 +192,23 @@ public class ResumeTest {
     }
 
     @Test(timeOut = 30_000)
+    public void anInputEndingInsideResumeIsRefusedAsATruncatedMessage() throws Exception {
+        // §9.3: the transport ends inside the resume message (4 of its 7 bytes): refused in
+        // rstreams' words, and the transport closed at once (it was closed without an answer)
+        try (RsioServer server = RsioServer.builder().resume(true).bind("tcp://127.0.0.1:0");
+             Socket raw = RawSockets.connect(server.port())) {
+            raw.getOutputStream().write(new byte[] {(byte) 0x89, 0x05, 0x01, 0x61});
+            raw.shutdownOutput();
+            List<Frame> answer = RawSockets.readToTheEnd(raw);
+            assertEquals(answer.size(), 2, answer.toString()); // the hello (§4.1), then the refusal
+            Frame.Extension refused = (Frame.Extension) answer.get(1);
+            assertEquals(refused.type(), 0x8B);
+            assertEquals(new String(refused.payload(), StandardCharsets.UTF_8),
+                    "input ended inside resume (4 bytes of an incomplete message) (PROTOCOL.md §9.3)");
+        }
+    }
+
+    @Test(timeOut = 30_000)
     public void anErrorInTheHellosReadGetsItsGoodbye() throws Exception {
         // The hello and a violation in one read: the connection closed while parsing, then the
         // hello's event tried to send the resumeToken (IllegalStateException on the I/O thread),
