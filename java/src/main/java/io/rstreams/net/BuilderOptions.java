@@ -26,6 +26,8 @@ final class BuilderOptions {
     private SSLContext tls;
     private boolean resume;
     private boolean errorCodes = true;
+    /** §16.7's stall_timeout, as ResumeFrames.STALL_TIMEOUT_MILLIS. */
+    private Duration stallTimeout = Duration.ofSeconds(45);
 
     void resume(boolean on) {
         this.resume = on;
@@ -71,6 +73,17 @@ final class BuilderOptions {
             throw new IllegalArgumentException("unreadTimeout must be > 0 (null: no limit), got " + timeout);
         }
         this.unreadTimeout = timeout;
+    }
+
+    void stallTimeout(Duration timeout) {
+        if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+            throw new IllegalArgumentException("stallTimeout must be > 0 (null: off), got " + timeout);
+        }
+        this.stallTimeout = timeout;
+    }
+
+    Duration stallTimeout() {
+        return stallTimeout;
     }
 
     void threads(int threads) {

@@ -93,8 +93,16 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports. */
-    record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector) {}
+    /**
+     * Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports;
+     * {@code stallTimeout} null: a silent transport is never taken for dead (§16.7).
+     */
+    record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector, Duration stallTimeout) {
+        /** With the default stall timeout, 45 s. */
+        ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector) {
+            this(bufferBytes, sessionTimeout, sessions, reconnector, Duration.ofMillis(ResumeFrames.STALL_TIMEOUT_MILLIS));
+        }
+    }
 
     /** The server's table of resumable sessions, by token. */
     interface Sessions {
@@ -1264,13 +1272,19 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         return loop() instanceof io.netty.util.concurrent.AbstractScheduledEventExecutor clock ? clock.ticker().nanoTime() : System.nanoTime();
     }
 
-    /** Arms the stall timer for the current transport, due STALL_TIMEOUT_MILLIS after it was last heard (§16.7). */
+    /** The stall timeout in nanoseconds, or -1 when it is off (§16.7). */
+    private long stallNanos() {
+        Duration stall = options.resume() != null ? options.resume().stallTimeout() : null;
+        return stall != null ? stall.toNanos() : -1;
+    }
+
+    /** Arms the stall timer for the current transport, due the stall timeout after it was last heard (§16.7); off: none. */
     private void watchStall() {
         cancelStall();
-        if (!resumeActive || !linkUp || ended) {
+        if (!resumeActive || !linkUp || ended || stallNanos() < 0) {
             return;
         }
-        long left = heardAt + TimeUnit.MILLISECONDS.toNanos(ResumeFrames.STALL_TIMEOUT_MILLIS) - loopNanos();
+        long left = heardAt + stallNanos() - loopNanos();
         stallTimer = loop().schedule(this::stallCheck, Math.max(0, left), TimeUnit.NANOSECONDS);
     }
 
@@ -1292,7 +1306,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         if (!resumable() || !linkUp) {
             return;
         }
-        if (loopNanos() - heardAt < TimeUnit.MILLISECONDS.toNanos(ResumeFrames.STALL_TIMEOUT_MILLIS)) {
+        if (loopNanos() - heardAt < stallNanos()) {
             watchStall();
             return;
         }

@@ -50,6 +50,7 @@ public final class RsioClient implements AutoCloseable {
     private final Endpoint.Options options;
     private final SSLContext tls;
     private final boolean resume;
+    private final Duration stallTimeout;
     /** Every connection not yet over, with the I/O thread it lives on: close() says goodbye to each. */
     private final Map<Endpoint, EventLoop> endpoints = new ConcurrentHashMap<>();
     private final AtomicBoolean closing = new AtomicBoolean();
@@ -61,6 +62,7 @@ public final class RsioClient implements AutoCloseable {
                 Transport.ioHandler());
         this.options = b.options.endpoint(b.idleTimeout, b.credentials, null, null, null);
         this.resume = b.options.resume();
+        this.stallTimeout = b.options.stallTimeout();
         try {
             this.tls = b.options.tls() != null ? b.options.tls() : SSLContext.getDefault();
         } catch (java.security.NoSuchAlgorithmException e) {
@@ -98,7 +100,7 @@ public final class RsioClient implements AutoCloseable {
                 });
             };
             opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(), options.unreadTimeout(),
-                    options.credentials(), null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again), options.handshakeTimeout(),
+                    options.credentials(), null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again, stallTimeout), options.handshakeTimeout(),
                     options.errorCodes(), options.messages());
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
@@ -249,6 +251,19 @@ public final class RsioClient implements AutoCloseable {
          */
         public Builder resume(boolean on) {
             options.resume(on);
+            return this;
+        }
+
+        /**
+         * With {@link #resume resume(true)}: a transport on which nothing was read for this long
+         * is taken for dead, a link that vanished without a reset (PROTOCOL.md §16.7's
+         * stall_timeout), and the client replaces it. Keepalive's pings (15 s) keep a live link heard. Default 45 s,
+         * as rstreams'; null: off, a silent transport is kept until it ends.
+         *
+         * @throws IllegalArgumentException naming {@code stallTimeout} if it is zero or negative
+         */
+        public Builder stallTimeout(Duration timeout) {
+            options.stallTimeout(timeout);
             return this;
         }
 

@@ -80,7 +80,7 @@ public final class RsioServer implements AutoCloseable {
             }
         };
         Endpoint.Options options = b.options.endpoint(b.idleTimeout, null, b.authenticator, b.authorizer,
-                b.options.resume() ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null);
+                b.options.resume() ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null, b.options.stallTimeout()) : null);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), Transport.ioHandler());
         workers = new MultiThreadIoEventLoopGroup(b.options.resume() ? 1 : b.options.threads(), new DefaultThreadFactory("rstreams-server", true),
                 Transport.ioHandler());
@@ -320,6 +320,19 @@ public final class RsioServer implements AutoCloseable {
          */
         public Builder resume(boolean on) {
             options.resume(on);
+            return this;
+        }
+
+        /**
+         * With {@link #resume resume(true)}: a transport on which nothing was read for this long
+         * is taken for dead, a link that vanished without a reset (PROTOCOL.md §16.7's
+         * stall_timeout), and the server closes it and waits for the resume. Keepalive's pings (15 s) keep a live link heard. Default 45 s,
+         * as rstreams'; null: off, a silent transport is kept until it ends.
+         *
+         * @throws IllegalArgumentException naming {@code stallTimeout} if it is zero or negative
+         */
+        public Builder stallTimeout(Duration timeout) {
+            options.stallTimeout(timeout);
             return this;
         }
 

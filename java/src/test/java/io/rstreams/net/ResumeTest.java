@@ -409,6 +409,43 @@ public class ResumeTest {
     }
 
     @Test(timeOut = 10_000)
+    public void theStallTimeoutIsTheOneGivenAndNullTurnsItOff() {
+        // stallTimeout(Duration) as rstreams' stall_timeout: a transport silent that long is
+        // replaced; null: never, however long the silence; zero or negative: refused by name.
+        List<Integer> attempts = new ArrayList<>();
+        Endpoint client = new Endpoint(Connection.Side.CLIENT, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
+                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, (session, attempt) -> attempts.add(attempt),
+                        Duration.ofSeconds(2)), null, true));
+        EmbeddedChannel channel = resuming(client, new Frame.Hello(true, 0, List.of(3L)),
+                new Frame.Extension(FrameType.RESUME_TOKEN, new byte[16]));
+        advance(channel, 1_999);
+        assertTrue(channel.isOpen(), "closed before its stall timeout of 2 s");
+        advance(channel, 1);
+        assertTrue(!channel.isOpen(), "a transport silent for its stall timeout of 2 s stayed open");
+        advance(channel, ResumeFrames.BACKOFF_MILLIS);
+        assertEquals(attempts, List.of(1), "the client reconnects after its first backoff");
+        channel.finishAndReleaseAll();
+
+        Endpoint off = new Endpoint(Connection.Side.CLIENT, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
+                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, (session, attempt) -> attempts.add(attempt),
+                        null), null, true));
+        EmbeddedChannel silent = resuming(off, new Frame.Hello(true, 0, List.of(3L)),
+                new Frame.Extension(FrameType.RESUME_TOKEN, new byte[16]));
+        advance(silent, TimeUnit.HOURS.toMillis(1));
+        assertTrue(silent.isOpen() && !off.closedFuture().isDone(), "a transport was taken for dead with the stall timeout off");
+        assertEquals(attempts, List.of(1), "a reconnect with the stall timeout off");
+        silent.finishAndReleaseAll();
+
+        for (Duration bad : List.of(Duration.ZERO, Duration.ofSeconds(-1))) {
+            IllegalArgumentException e = org.testng.Assert.expectThrows(IllegalArgumentException.class,
+                    () -> RsioClient.builder().stallTimeout(bad));
+            assertEquals(e.getMessage(), "stallTimeout must be > 0 (null: off), got " + bad);
+            e = org.testng.Assert.expectThrows(IllegalArgumentException.class, () -> RsioServer.builder().stallTimeout(bad));
+            assertEquals(e.getMessage(), "stallTimeout must be > 0 (null: off), got " + bad);
+        }
+    }
+
+    @Test(timeOut = 10_000)
     public void anAttemptStalledInItsOpeningHandshakeIsClosedAtTheAttemptTimeout() {
         // The attempt's clock started when the transport was up, after a TLS or WebSocket
         // handshake: a server that accepted and never answered the upgrade held the attempt until
