@@ -14,23 +14,9 @@ from rstreams.wire import ClientHello, ConnectionClosed, Side, Subscribe, encode
 from rstreams.wire import Connection as Core
 from testkit.bound import within
 from testkit.net import CountingSource, RecordingHandler, connection, memory_pair, pump_of
+from testkit.publishers import Never
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
-
-
-class Never:
-    """A Publisher that subscribes and then sends nothing."""
-
-    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
-        subscriber.on_subscribe(_Idle())
-
-
-class _Idle(Subscription):
-    def request(self, n: int) -> None:
-        pass
-
-    def cancel(self) -> None:
-        pass
 
 
 def goodbye_in(data: bytes) -> str:
@@ -44,7 +30,7 @@ def goodbye_in(data: bytes) -> str:
 
 async def test_violation_after_a_subscribe_in_one_read_still_says_goodbye() -> None:
     """hello + subscribe(1) + subscribe(1) in one read: the goodbye (§5.2) is written, nothing raises."""
-    server = connection(client=False, offer={"never": Never()})
+    server = connection(client=False, offer={"never": Never[bytes]()})
     peer = RecordingHandler()
     memory_pair(server, peer)
     read = b"".join(
