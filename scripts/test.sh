@@ -69,9 +69,9 @@ if [ "${RSTREAMS_SPARK_OLDEST:-1}" != 0 ]; then
   ) > "$oldest_log" 2>&1 &
   oldest_pid=$!
 fi
-echo "== lint: ruff check and ruff format --check (src, tests, benchmarks, examples, fuzz, the Java tests' Python), mypy --strict (src, tests and fuzz: pyproject.toml)"
-"$VENV/bin/ruff" check src tests benchmarks examples fuzz java/src/test/resources/python
-"$VENV/bin/ruff" format --check src tests benchmarks examples fuzz java/src/test/resources/python
+echo "== lint: ruff check and ruff format --check (src, tests, benchmarks, examples, fuzz, scripts, the Java tests' Python), mypy --strict (src, tests and fuzz: pyproject.toml)"
+"$VENV/bin/ruff" check src tests benchmarks examples fuzz scripts java/src/test/resources/python
+"$VENV/bin/ruff" format --check src tests benchmarks examples fuzz scripts java/src/test/resources/python
 "$VENV/bin/mypy"
 # --- the JavaScript package (js/): npm ci from the committed lockfile, tsc, npm test -----------
 # Its Node tests start `rstreams serve` with this checkout's venv (RSTREAMS_PYTHON); pytest's

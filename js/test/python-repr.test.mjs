@@ -1,9 +1,11 @@
 // PROTOCOL.md §1.1: a refused URL is quoted as Python's repr() quotes it, whatever Unicode version
 // the runtime knows. Compared with the reference interpreter (RSTREAMS_PYTHON, run once) for every
-// code point, lone surrogates included, and for strings mixing quotes, backslashes and escapes.
+// code point, lone surrogates included, and for strings mixing quotes, backslashes and escapes;
+// and the table is the one scripts/python_printable.py writes (its --check, for Java's too).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { PRINTABLE_UNICODE, pythonRepr } from "../src/rsio-url.js";
 import { PYTHON, skip } from "./servers.mjs";
 
@@ -48,4 +50,20 @@ test("pythonRepr quotes every code point, and mixed strings, as the reference Py
     if (ours !== reprs[0x110000 + i]) differ.push(`${JSON.stringify(text)}: ${ours} != ${reprs[0x110000 + i]}`);
   });
   assert.deepEqual(differ.slice(0, 20), [], `${differ.length} differ`);
+});
+
+test("scripts/python_printable.py --check finds both bindings' tables up to date", { skip }, async (t) => {
+  const script = fileURLToPath(new URL("../../scripts/python_printable.py", import.meta.url));
+  const { status, output } = await new Promise((resolve) => {
+    execFile(PYTHON, [script, "--check"], { encoding: "utf8", timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ status: error ? error.code : 0, output: stdout + stderr }));
+  });
+  const unicode = /Unicode (\S+)/.exec(output)?.[1];
+  if (unicode !== PRINTABLE_UNICODE) {
+    t.skip(`${PYTHON} has Unicode ${unicode}, the table Unicode ${PRINTABLE_UNICODE} (Python 3.11's)`);
+    return;
+  }
+  assert.equal(status, 0, output);
+  assert.match(output, /rsio-url\.js: up to date/);
+  assert.match(output, /PythonRepr\.java: up to date/);
 });

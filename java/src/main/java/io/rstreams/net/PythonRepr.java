@@ -13,7 +13,7 @@ import java.util.Locale;
  * <p>Which characters are printable is the reference's table below (Python 3.11's
  * {@code str.isprintable()}, Unicode 14.0), not the JDK's {@link Character} data: a character of a
  * newer Unicode version is escaped, as Python 3.11 escapes it, on every JDK, and quoted as the
- * JavaScript binding quotes it (the same table). {@code java/scripts/python_printable.py} writes it;
+ * JavaScript binding quotes it (the same table). {@code scripts/python_printable.py} writes it;
  * {@code PythonReprTest} compares every code point with that Python.
  */
 final class PythonRepr {
@@ -68,7 +68,7 @@ final class PythonRepr {
         }
     }
 
-    // BEGIN python-printable (written by java/scripts/python_printable.py from Python 3.11.7; do not edit)
+    // BEGIN python-printable (written by scripts/python_printable.py from Python 3.11; do not edit)
     /** The Unicode version of the Python whose str.isprintable() {@link #RUNS} holds. */
     static final String UNICODE = "14.0.0";
 

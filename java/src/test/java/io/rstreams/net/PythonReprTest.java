@@ -67,7 +67,7 @@ public class PythonReprTest {
         String[] parts = lines[0].split(" ", 2);
         if (!parts[0].equals(PythonRepr.UNICODE)) {
             throw new SkipException("the Python of the tests has Unicode " + parts[0] + ", the table (PythonRepr) "
-                    + PythonRepr.UNICODE + ": write it anew with java/scripts/python_printable.py to compare");
+                    + PythonRepr.UNICODE + ": write it anew with scripts/python_printable.py to compare");
         }
         String python = parts[1];
         assertEquals(python.length(), 0x110000);
