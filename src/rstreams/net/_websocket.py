@@ -23,8 +23,10 @@ wait is bounded as the lingering close of ``rstreams.net._closing`` is: ``close_
 and more than :data:`~rstreams.net._closing.LINGER_BYTES` read after the close was asked for
 aborts the socket (a peer flooding after its violation was read at hundreds of MB a second).
 A close this side sends for the peer's violation (1002, 1007, 1009: websockets "fails" the
-connection) is followed by the same bounds, which websockets does not apply there
-(:meth:`_PongLimit._read_to_the_end`).
+connection; 1003 for a text message, failed alike by :meth:`_PongLimit.refuse`) is followed by
+the same bounds, which websockets does not apply there (:meth:`_PongLimit._read_to_the_end`):
+what the peer sends is read and discarded, unparsed, until its end of input, which ends the
+close at once.
 A peer gone without a close frame (its process killed, its socket closed or reset) ends the
 connection as it would on TCP: an end of input as one (``input ended without a goodbye``, §9.3),
 a reset with the socket's error (:meth:`WebSocketTransport._ended`).
@@ -101,7 +103,7 @@ from websockets.exceptions import (
 from websockets.frames import CloseCode
 from websockets.headers import parse_subprotocol
 from websockets.http11 import Request, Response
-from websockets.protocol import Protocol
+from websockets.protocol import OPEN, Protocol
 from websockets.server import ServerProtocol
 
 from rstreams.net._admission import Admission
@@ -299,7 +301,8 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
 
     Every connection of this side (client and server) is one of these: its protocol sends
     rstreams' own close reasons (:func:`own_close_reasons`) and reads on after it failed the
-    connection (:meth:`_read_to_the_end`), and its queue of frames read and not yet taken is
+    connection (:meth:`_read_to_the_end`), for a violation found by the library or refused
+    here (:meth:`refuse`), and its queue of frames read and not yet taken is
     :data:`INPUT_FRAMES` long, whatever the factory that makes it asks."""
 
     def __init__(self, protocol: Protocol, *args: Any, **kwargs: Any) -> None:
@@ -335,6 +338,25 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
         self._discarded = 0
         self._linger = self.loop.call_later(LINGER_SECONDS, self._linger_over, f"within {LINGER_SECONDS:g} s")
         transport.resume_reading()
+
+    def refuse(self, code: int, reason: str) -> None:
+        """Close with ``code`` and ``reason`` for a message this side refuses (a text message:
+        1003), as websockets fails a connection for a violation it finds itself: the close sent
+        (a server also ends its output), what the peer sends then discarded unparsed, its close
+        frame included, until its end of input (a peer closes its socket once it has answered
+        the close and read the server's end of output), within the bounds of
+        :meth:`_read_to_the_end`. (The library's own ``close`` went on parsing frames into the
+        queue, which, full, stopped the reading: the peer's answer was not read, and the close
+        waited out ``close_timeout``, then aborted.) A connection already closing (the peer's
+        close read, or this side's sent) is read to its end within the same bounds."""
+        if self.protocol.state is not OPEN:
+            self._read_to_the_end()
+            return
+        self.protocol.fail(code, reason)  # (this connection's fail: it reads to the end)
+        try:
+            self.send_data()
+        except Exception as error:  # (as the library's own data_received: its end says it)
+            self.set_connection_exc(error)
 
     def _linger_over(self, why: str) -> None:
         transport = self.transport
@@ -454,6 +476,7 @@ async def open_websocket(
 
 _TEXT_MESSAGE = "the peer sent a text WebSocket message"
 _BINARY_ONLY = "RS.io uses binary messages (PROTOCOL.md §1)"
+_TEXT_REASON = "RS.io uses binary messages"  # a text message's close reason (1003), in every binding
 
 
 class WebSocketTransport(Transport):
@@ -521,7 +544,8 @@ class WebSocketTransport(Transport):
                     return TextMessageError(f"{_TEXT_MESSAGE}, not UTF-8 (closed with 1007); {_BINARY_ONLY}")
                 return self._ended(closed)
             if isinstance(message, str):
-                await ws.close(1003, "RS.io uses binary messages")  # 1003: unsupported data
+                cast(_PongLimit, ws).refuse(CloseCode.UNSUPPORTED_DATA, _TEXT_REASON)
+                await ws.close()  # (the end of that close, within close_timeout, as every close)
                 return TextMessageError(f"{_TEXT_MESSAGE}; {_BINARY_ONLY}")
             if self._closing:
                 self._discarded += len(message)
