@@ -42,69 +42,83 @@ async def _holding(server: Server, connections: list[Connection]) -> None:
     await within(held())
 
 
-async def test_the_answer_is_read_over_tcp() -> None:
-    connections: list[Connection] = []
-    server = await serve("tcp://127.0.0.1:0", {}, on_connection=connections.append)
-    host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
-    reader, writer = await asyncio.open_connection(host, int(port))
-    writer.write(HELLO + PINGS)
+class _Tcp:
+    """The peer over tcp://: its socket's streams."""
 
-    async def peer() -> bool:
-        """Reads; answers the goodbye; whether its input then ended (not a reset)."""
-        parser, answered = (
-            FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64),
-            False,
-        )
+    async def open(self, url: str) -> None:
+        host, port = url.removeprefix("tcp://").rsplit(":", 1)
+        self.reader, self.writer = await asyncio.open_connection(host, int(port))
+
+    async def send(self, data: bytes) -> None:
+        self.writer.write(data)
+
+    async def read(self) -> bytes:
+        """What came next; b"" at the server's end of input (a reset raises)."""
+        return await self.reader.read(1 << 16)
+
+    async def close(self) -> None:
+        self.writer.close()
+
+
+class _WebSocket:
+    """The peer over ws://: a websockets client, whose messages are the bytes."""
+
+    async def open(self, url: str) -> None:
+        from websockets.asyncio.client import connect as ws_connect
+
+        self.ws = await ws_connect(url, subprotocols=["rsio.v0"], proxy=None)
+
+    async def send(self, data: bytes) -> None:
+        await self.ws.send(data)
+
+    async def read(self) -> bytes:
+        """What came next; b"" at the server's close frame (an end without one raises)."""
+        from websockets.exceptions import ConnectionClosed
+
         try:
-            while data := await reader.read(1 << 16):
+            data = await self.ws.recv()
+        except ConnectionClosed as closed:
+            if closed.rcvd is None:
+                raise ConnectionResetError("no close frame from the server") from closed
+            return b""
+        assert isinstance(data, bytes)
+        return data
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "transport"),
+    [("tcp://127.0.0.1:0", _Tcp), ("ws://127.0.0.1:0/rsio", _WebSocket)],
+    ids=["tcp", "ws"],
+)
+async def test_the_answer_is_read(url: str, transport: type[_Tcp | _WebSocket]) -> None:
+    peer = transport()
+    connections: list[Connection] = []
+    server = await serve(url, {}, on_connection=connections.append)
+    await peer.open(server.url)
+    await peer.send(HELLO + PINGS)
+
+    async def answering() -> bool:
+        """Reads; answers the goodbye; whether its input then ended (no reset, a close frame)."""
+        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+        answered = False
+        try:
+            while data := await peer.read():
                 if not answered and _goodbye_in(parser, data):
-                    writer.write(ANSWER)
+                    await peer.send(ANSWER)
                     answered = True
         except ConnectionResetError:
             return False
         return answered
 
-    reading = asyncio.ensure_future(peer())
+    reading = asyncio.ensure_future(answering())
     try:
         await _holding(server, connections)
         await within(server.aclose(), 2)  # not the 5 s bound
-        assert await within(reading), "the peer did not answer, or was reset"
+        assert await within(reading), "the peer did not answer, or its input did not end cleanly"
         assert str(connections[0]._pump.outbox.ended) == "the connection was closed by this side"
     finally:
         reading.cancel()
-        writer.close()
-
-
-async def test_the_answer_is_read_over_websocket() -> None:
-    from websockets.asyncio.client import connect as ws_connect
-    from websockets.exceptions import ConnectionClosed
-
-    connections: list[Connection] = []
-    server = await serve("ws://127.0.0.1:0/rsio", {}, on_connection=connections.append)
-    ws = await ws_connect(server.url, subprotocols=["rsio.v0"], proxy=None)
-    await ws.send(HELLO + PINGS)
-
-    async def peer() -> bool:
-        parser, answered = (
-            FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64),
-            False,
-        )
-        try:
-            while True:
-                data = await ws.recv()
-                assert isinstance(data, bytes)
-                if not answered and _goodbye_in(parser, data):
-                    await ws.send(ANSWER)
-                    answered = True
-        except ConnectionClosed as closed:
-            return answered and closed.rcvd is not None  # the server's close frame
-
-    reading = asyncio.ensure_future(peer())
-    try:
-        await _holding(server, connections)
-        await within(server.aclose(), 2)  # not the 5 s bound
-        assert await within(reading), "the peer did not answer, or got no close"
-        assert str(connections[0]._pump.outbox.ended) == "the connection was closed by this side"
-    finally:
-        reading.cancel()
-        await ws.close()
+        await peer.close()
