@@ -10,8 +10,10 @@
 * ``publish URL NAME`` publishes standard input's lines on a server's sink log ``NAME``
   (staged, then published as one batch, like the Spark sink does). Its upload names its owner
   (PROTOCOL.md §21.8): ``--writer W`` (default: one of its own, from the host, the process and
-  the time), ``--batch B`` (default: a fresh one) and a run of its own, so that a run of the
-  same ``--writer`` after one killed before its publish drops what the killed one staged.
+  the time), ``--batch B`` (default: a fresh one) and, with ``--writer``, a run of its own, so
+  that a run of the same ``--writer`` after one killed before its publish drops what the killed
+  one staged. An invocation whose upload another one's run dropped (two at once with one
+  ``--writer``) uploads its lines again, naming no run, and says so.
 
 :mod:`rstreams.cli` adds the log's options to ``serve`` (:func:`add_log_options`) and the
 ``publish`` command (:func:`add_publish`), and hands ``serve URL NAME`` to :func:`serve_log`.
@@ -23,11 +25,12 @@ import argparse
 import contextlib
 import errno
 import ipaddress
+import itertools
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from rstreams._cli_common import (
@@ -336,19 +339,21 @@ def publish(args: argparse.Namespace) -> int:
     problem = _owner_problem(args.writer, args.batch)
     if problem is not None:
         return fail("publish", problem)
-    token = uuid.uuid4().hex
     writer = args.writer if args.writer is not None else _own_writer()
     batch = args.batch if args.batch is not None else uuid.uuid4().int & (2**62 - 1)
     if sys.stdin.isatty():  # not a pipe or a file: say what the silence waits for
         print("rstreams publish: type the lines to publish, then Ctrl-D", file=sys.stderr)
-    lines = (line.rstrip(b"\r\n") for line in sys.stdin.buffer)
-    run = uuid.uuid4().hex  # a run: this invocation
-    try:
+    lines = _Read(sys.stdin.buffer)
+    # A run lets a later invocation of the same --writer drop what this one left staged if it is
+    # killed before its publish; a writer of its own is never named again, so it names none.
+    run = uuid.uuid4().hex if args.writer is not None else None
+
+    def stage_and_publish(token: str, rows: Iterable[bytes], run: str | None) -> tuple[int, Any]:
         count = upload(
             args.url,
             args.name,
             token,
-            lines,
+            rows,
             args.timeout,
             access=access,
             writer=writer,
@@ -356,7 +361,34 @@ def publish(args: argparse.Namespace) -> int:
             run=run,
         )
         name = f"{args.name}?publish={batch}&writer={quote(writer, safe='')}&tokens={token}"
-        answer = request_json(args.url, name, args.timeout, access=access)
+        return count, request_json(args.url, name, args.timeout, access=access)
+
+    dropped = None  # why the server no longer had the first upload, when it was made again
+    try:
+        token = uuid.uuid4().hex
+        try:
+            count, answer = stage_and_publish(token, lines, run)
+        except RemoteLogError as refused:
+            dropped = _dropped_why(str(refused), token, args.writer)
+            if dropped is None:
+                raise
+            # None of the first token's rows can be published now (dropped, or refused as they
+            # came): upload them all again, under a new token and naming no run, which the run of
+            # another invocation of --writer does not drop.
+            token = uuid.uuid4().hex
+            try:
+                count, answer = stage_and_publish(token, lines.again(), None)
+            except RemoteLogError as again:
+                if _dropped_why(str(again), token, args.writer) is None:
+                    raise
+                return fail(
+                    "publish",
+                    f"{args.url} dropped this invocation's upload twice: {dropped}; then "
+                    f"{shown_names(str(again), args.name)}; nothing of its {len(lines.read)} lines was "
+                    "published: publish them again"
+                    + (" (one invocation per --writer at a time)" if args.writer is not None else ""),
+                    1,
+                )
         published, before = answer["count"], answer["published"] is False
     except RemoteLogError as refused:  # not a sink log, no such name, a line too long
         said = f"{shown_names(str(refused), args.name)}{_refusal_hint(str(refused))}"
@@ -391,8 +423,54 @@ def publish(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
+    if dropped is not None:
+        print(f"rstreams publish: {dropped}: uploaded its {count} lines again", file=sys.stderr)
     print(f"published {published} of {count} lines on {shown}", file=sys.stderr)
     return 0
+
+
+class _Read:
+    """Standard input's lines (without their line ends) as an iterator, each kept once read, so
+    that an upload the server dropped can be made again (:meth:`again`)."""
+
+    def __init__(self, source: Iterable[bytes]) -> None:
+        self.read: list[bytes] = []
+        self._source = iter(source)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        line = next(self._source).rstrip(b"\r\n")
+        self.read.append(line)
+        return line
+
+    def again(self) -> Iterator[bytes]:
+        """Every line from the first: those read so far, then the rest as they are read."""
+        return itertools.chain(list(self.read), self)
+
+
+def _dropped_why(message: str, token: str, writer: str | None) -> str | None:
+    """Why the server no longer had ``publish``'s upload under ``token``, when its refusal
+    ``message`` says it had dropped it (else ``None``): as its rows arrived, or before its publish.
+    ``writer``: the ``--writer`` option, whose other invocations' runs drop it."""
+    run = (
+        "(each invocation is a new run of its --writer, and a writer's new run drops what its other "
+        "runs staged)"
+    )
+    who = None if writer is None else f"another rstreams publish --writer {shown_name(writer)}"
+    if f"upload '{token}' was discarded, published or began again while its rows arrived" in message:
+        if who is None:
+            return "the server dropped this invocation's upload as its lines arrived"
+        return f"{who} started while this one uploaded, and dropped its upload {run}"
+    if f"upload '{token}' is not staged here" in message:
+        if who is None:
+            return (
+                "the server no longer held this invocation's upload at its publish (it restarted, or "
+                "dropped the upload after its --staging-ttl)"
+            )
+        return f"{who} started after this one's upload and dropped it {run}, or the server restarted"
+    return None
 
 
 HELLO_PROBE_SECONDS = 1.0
@@ -541,8 +619,9 @@ def add_publish(commands: Any) -> None:
         description="Publish standard input's lines on the sink log NAME of the server at URL (one "
         "it serves with rstreams serve URL LOG --sink NAME): all of them are staged first, then "
         "published as one batch. The upload names its writer (--writer) and batch (--batch): a run "
-        "of the same --writer drops what one killed before its publish left staged on the server, and "
-        "with --batch too a batch is published once (a re-run after a publish appends nothing). "
+        "of the same --writer drops what one killed before its publish left staged on the server (two "
+        "at once both publish: the one whose upload the other dropped uploads it again), and with "
+        "--batch too a batch is published once (a re-run after a publish appends nothing). "
         "Exit status: 0 when published (or published before), 1 when the server refuses NAME "
         "(not a sink log, a line past max_element_size, its staging area full), 2 for a bad option "
         "or when the server cannot be reached within --timeout, refuses the token or the TLS handshake.",
@@ -572,9 +651,10 @@ def add_publish(commands: Any) -> None:
         "--writer",
         default=None,
         metavar="W",
-        help="publish as writer W, the same at each run of one job (one run at a time): a run drops "
-        "what an earlier run of W killed before its publish left staged (default: a writer of its "
-        "own, from the host, process and time)",
+        help="publish as writer W, the same at each run of one job: a run drops what an earlier run "
+        "of W killed before its publish left staged (two runs at once both publish: the one whose "
+        "upload the other dropped uploads again; default: a writer of its own, from the host, "
+        "process and time)",
     )
     command.add_argument(
         "--batch",
