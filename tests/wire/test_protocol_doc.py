@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.wire import (
     ClientHello,
@@ -922,3 +924,48 @@ def test_the_javascript_resume_defaults_are_16_7_s() -> None:
     server = _js_object(js / "sessions.js", "SERVER_RESUME_DEFAULTS")
     assert client == {key: expected[key] for key in client} and len(client) == 7, client
     assert server == {key: expected[key] for key in server} and len(server) == 4, server
+
+
+# -- what an implementation written from the document alone met on the wire ------------------------
+def _rsio_over_websocket(messages: list[bytes]) -> tuple[bytes, int | None, str | None]:
+    """Send ``messages`` as binary WebSocket messages to an rstreams server, one at a time; return
+    what the server sent until it closed, and its close frame's status and reason."""
+    pytest.importorskip("websockets")
+    from websockets.asyncio.client import connect as ws_connect
+    from websockets.exceptions import ConnectionClosed
+
+    from rstreams.net import serve
+    from rstreams.net._websocket import SUBPROTOCOL
+
+    async def run() -> tuple[bytes, int | None, str | None]:
+        offer = {"two": lambda params: rstreams.from_iterable([b"a", b"b"])}
+        async with asyncio.timeout(10), await serve("ws://127.0.0.1:0/rsio", offer) as server:
+            ws = await ws_connect(server.url, proxy=None, subprotocols=[SUBPROTOCOL], compression=None)
+            for message in messages:
+                await ws.send(message)
+            got = b""
+            try:
+                while True:
+                    got += await ws.recv()
+            except ConnectionClosed as closed:
+                rcvd = closed.rcvd
+            return got, None if rcvd is None else rcvd.code, None if rcvd is None else rcvd.reason
+
+    return asyncio.run(run())
+
+
+def test_over_websocket_an_empty_message_means_nothing_and_an_orderly_end_closes_with_1000() -> None:
+    """§1: a WebSocket message carries any run of the byte stream, nothing included (the
+    conformance suite's fr.empty_writes sends empty ones, which a peer read as its end of input
+    when the document said "one or more messages per binary WebSocket message"); after the
+    goodbyes rstreams closes the WebSocket with 1000 and an empty reason."""
+    hello = encode(ClientHello())
+    subscribe = encode(Subscribe(publisher="two", subscriber=1, initial_demand=2))
+    messages = [b"", hello, b"", subscribe[:3], b"", subscribe[3:], b"\x03\x00"]
+    got, status, reason = _rsio_over_websocket(messages)
+    parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+    names = [type(frame).__name__ for frame in parser.feed(got)]
+    assert names == ["ServerHello", "OnSubscribe", "OnNext", "OnNext", "OnComplete", "Goodbye"], names
+    assert (status, reason) == (1000, "")
+    assert "an empty WebSocket message being valid and\nmeaning nothing" in SECTIONS["1"]
+    assert "closes the\nWebSocket with status 1000 (normal closure) and an empty reason" in SECTIONS["1"]
