@@ -36,6 +36,28 @@ const LINGER_BYTES = 4 * 1024 * 1024;
 // compressed (PROTOCOL.md §1), as rstreams does
 const WS_OPTIONS = Object.freeze({ maxPayload: 1024 * 1024, perMessageDeflate: false });
 
+// The close reasons of the `ws` package's WebSockets when they fail a connection for what the
+// peer sent (§1): the package closes with the status alone, rstreams' reasons say what was wrong
+// and cite §1 (a message of any number of frames is read up to 1 MiB here: 1009 names no frames)
+const WS_FAULT_REASONS = Object.freeze({
+  1002: "bytes that are not a valid WebSocket frame (PROTOCOL.md §1)",
+  1007: "a text WebSocket message, or a close reason, that is not UTF-8 (PROTOCOL.md §1)",
+  1009: "a WebSocket message above 1 MiB (PROTOCOL.md §1)",
+});
+
+/**
+ * The `ws` package's WebSocket class `WS` closing with WS_FAULT_REASONS' reason where the package
+ * fails the connection (it calls close(status) with no reason only then: its answer to the
+ * peer's close passes that close's reason, and ours always name one).
+ */
+function faultReasons(WS) {
+  return class extends WS {
+    close(code, data) {
+      super.close(code, data === undefined && this.readyState === WS.OPEN ? WS_FAULT_REASONS[code] : data);
+    }
+  };
+}
+
 /**
  * Open a connection: ws://, wss://, tcp://host:port, tls://host:port, unix:///path. Resolves
  * once the transport is open and our clientHello is sent. Node-only options: `tls` (passed to
@@ -47,7 +69,7 @@ export async function connect(url, options = {}) {
     case "ws":
     case "wss": {
       if (options.WebSocket !== undefined || globalThis.WebSocket !== undefined) return connectWebSocket(url, options);
-      const { WebSocket } = await import("ws");
+      const WebSocket = faultReasons((await import("ws")).WebSocket);
       // the `ws` package bounds what it reads (status 1009 above 1 MiB) and compresses nothing (§1);
       // wss:// runs over a TCP socket of our own, which can be reset (§9.1) where TLS cannot
       const own = parsed.scheme === "wss" ? { createConnection: tlsOverOwnTcp } : {};
@@ -323,7 +345,7 @@ export async function listen(url, options = {}) {
     where = typeof bound === "string" ? parsed.url : `tcp://${hostText(bound.address)}:${bound.port}`;
     stop = () => new Promise((resolve) => { server.close(() => resolve()); });
   } else if (parsed.scheme === "ws") {
-    const { WebSocketServer } = await import("ws");
+    const { WebSocket, WebSocketServer } = await import("ws");
     const http = await import("node:http");
     const path = parsed.path.split("?", 1)[0]; // the path served at; a query is a client's
     // a refused page is reported as connections report theirs: to onerror, else one line on stderr
@@ -349,6 +371,7 @@ export async function listen(url, options = {}) {
     const pages = originCheck(() => ownOrigins(parsed.host, httpServer.address().port), moreOrigins, refused);
     const wss = new WebSocketServer({
       ...WS_OPTIONS,
+      WebSocket: faultReasons(WebSocket),
       server: httpServer,
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
       verifyClient: handshakeCheck(path, pages),

@@ -1,8 +1,8 @@
 // WebSocket messages (PROTOCOL.md §1), as rstreams handles them: what we send goes out in binary
 // messages of at most 256 KiB (a turn's writes split, so a peer refusing messages above 1 MiB
-// reads them); a text message is refused with close status 1003 and no goodbye; a message above
-// 1 MiB with 1009 and no goodbye (the `ws` package's maxPayload, listen()'s and Node 20's
-// connect()'s). A client whose server refuses or breaks the WebSocket ends its streams with an
+// reads them); a text message is refused with close status 1003 and no goodbye (1007 if it is not
+// UTF-8); a message above 1 MiB with 1009 and no goodbye (the `ws` package's maxPayload, listen()'s
+// and Node 20's connect()'s); the reasons of 1002, 1007 and 1009 say what was wrong, citing §1. A client whose server refuses or breaks the WebSocket ends its streams with an
 // error naming how, never hangs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -56,12 +56,63 @@ test("listen(): a text message is refused with close status 1003 and no goodbye;
   });
 });
 
+/**
+ * What a raw WebSocket peer of `url` reads once it has sent the upgrade, the hello and then
+ * `frames` (bytes of its own making): whether a goodbye came, and the server's close frame.
+ */
+async function rawEnding(url, frames) {
+  const socket = net.connect(Number(new URL(url.replace("ws:", "http:")).port), "127.0.0.1");
+  socket.write(`GET /rsio HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n`
+    + `Sec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n`
+    + "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n");
+  socket.write(Buffer.concat([Uint8Array.of(0x82, 0x80 | HELLO.length, 0, 0, 0, 0), HELLO, frames])); // mask 0
+  const chunks = [];
+  socket.on("data", (data) => chunks.push(data));
+  await new Promise((resolve) => { socket.on("close", resolve); socket.on("error", resolve); });
+  const read = Buffer.concat(chunks);
+  const rsio = [];
+  let close = null;
+  for (let at = read.indexOf("\r\n\r\n") + 4; at + 2 <= read.length && close === null;) { // unmasked, small
+    const [opcode, size] = [read[at] & 0x0f, read[at + 1] & 0x7f];
+    const payload = read.subarray(at + 2, at + 2 + size);
+    if (opcode === 0x2) rsio.push(payload);
+    if (opcode === 0x8) close = { code: payload.readUInt16BE(0), reason: payload.subarray(2).toString("utf8") };
+    at += 2 + size;
+  }
+  return { goodbye: Buffer.concat(rsio).includes(GOODBYE, SERVER_HELLO.length), close };
+}
+
+/** A client's frame (masked with 0) of `opcode` carrying `payload`, below 126 bytes. */
+const clientFrame = (opcode, payload) => Buffer.concat([Uint8Array.of(0x80 | opcode, 0x80 | payload.length, 0, 0, 0, 0),
+  payload]);
+
+test("listen(): what the peer's WebSocket library must refuse is closed without a goodbye, the reason citing §1", async () => {
+  const notUtf8 = "a text WebSocket message, or a close reason, that is not UTF-8 (PROTOCOL.md §1)";
+  await serving({ words: () => fromIterable(["a"]) }, async (server) => {
+    // a text message that is not UTF-8: 1007 (PROTOCOL.md §1 lets it be 1003 as any text message)
+    assert.deepEqual(await rawEnding(server.url, clientFrame(0x1, Uint8Array.of(0x61, 0xff))),
+      { goodbye: false, close: { code: 1007, reason: notUtf8 } });
+    // a close whose reason is not UTF-8 (RFC 6455 §8.1)
+    assert.deepEqual(await rawEnding(server.url, clientFrame(0x8, Uint8Array.of(0x03, 0xe8, 0xc3))),
+      { goodbye: false, close: { code: 1007, reason: notUtf8 } });
+    // an unmasked frame from a client (RFC 6455 §5.1)
+    assert.deepEqual(await rawEnding(server.url, Uint8Array.of(0x82, 0x01, 0x00)),
+      { goodbye: false, close: { code: 1002, reason: "bytes that are not a valid WebSocket frame (PROTOCOL.md §1)" } });
+    // the peer's own close is answered with its status and reason, not one of those
+    assert.deepEqual(await rawEnding(server.url, clientFrame(0x8, Uint8Array.of(0x03, 0xef))),
+      { goodbye: false, close: { code: 1007, reason: "" } });
+    const conn = await connect(server.url);
+    assert.equal(await conn.request("words", { decode: "text" }), "a");
+    await conn.close();
+  });
+});
+
 test("listen(): a message above 1 MiB is refused with close status 1009 and no goodbye", async () => {
   await serving({}, async (server) => {
     const peer = await raw(server.url);
     peer.ws.send(HELLO);
     peer.ws.send(new Uint8Array(1024 * 1024 + 1));
-    assert.equal((await peer.closed).code, 1009);
+    assert.deepEqual(await peer.closed, { code: 1009, reason: "a WebSocket message above 1 MiB (PROTOCOL.md §1)" });
     assert.ok(!bytesOf(peer.messages).includes(GOODBYE, SERVER_HELLO.length), "no goodbye");
   });
 });
@@ -136,6 +187,26 @@ test("connect(): a server's text message ends the stream with ProtocolError §1;
     await server.close();
   }
 });
+
+test("connect() over the `ws` package: a server's text message that is not UTF-8 is closed with 1007 and §1's reason",
+  { skip: globalThis.WebSocket !== undefined && "connect() takes the runtime's own WebSocket here" }, async () => {
+    let client;
+    const server = await rawServer((socket) => {
+      client = new Promise((resolve) => socket.on("close", (code, reason) => resolve({ code, reason: String(reason) })));
+      socket.send(SERVER_HELLO);
+      socket.send(Uint8Array.of(0xff), { binary: false });
+    });
+    try {
+      const conn = await connect(server.url, { keepalive: null });
+      const why = await conn.closed;
+      assert.ok(why instanceof ConnectionClosedError, why);
+      assert.match(why.message, /without a goodbye \(PROTOCOL\.md §9\.3\): the WebSocket closed .*invalid UTF-8/);
+      assert.deepEqual(await client,
+        { code: 1007, reason: "a text WebSocket message, or a close reason, that is not UTF-8 (PROTOCOL.md §1)" });
+    } finally {
+      await server.close();
+    }
+  });
 
 test("connect(): a server's message above 1 MiB ends the stream with a ConnectionClosedError naming the close", async () => {
   const server = await rawServer((socket) => {
