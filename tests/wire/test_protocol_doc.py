@@ -969,3 +969,57 @@ def test_over_websocket_an_empty_message_means_nothing_and_an_orderly_end_closes
     assert (status, reason) == (1000, "")
     assert "an empty WebSocket message being valid and\nmeaning nothing" in SECTIONS["1"]
     assert "closes the\nWebSocket with status 1000 (normal closure) and an empty reason" in SECTIONS["1"]
+
+
+def test_a_malformed_resume_is_refused_with_resume_refused_not_a_goodbye() -> None:
+    """§16.2: a malformed resume at the start of a new transport is answered with the server's
+    hello and resumeRefused naming the fault, then the transport closes; the document called it
+    a connection error (a goodbye) wherever it came."""
+    from rstreams.net import serve
+
+    token = bytes(range(16))
+    # the first bytes of a new transport, the reason refusing them, and how §16.2 words that reason
+    cases = [
+        (
+            b"\x89\x11\x10" + token,
+            "resume position: the payload ends inside a varint (PROTOCOL.md §16.2)",
+            "`resume position: FAULT (PROTOCOL.md §16.2)`",
+        ),
+        (
+            b"\x89\x13\x10" + token + b"\x80\x00",
+            "resume position: non-minimal varint encoding (trailing 0x00 byte) (PROTOCOL.md §16.2)",
+            "`resume position: FAULT (PROTOCOL.md §16.2)`",
+        ),
+        (
+            b"\x89\x02\x00\x00",
+            "resume token length 0 is not 1 to 64 bytes (PROTOCOL.md §16.2)",
+            "`resume token length N is not 1 to 64 bytes (PROTOCOL.md §16.2)`",
+        ),
+        (
+            b"\x89\x13\x10" + token + b"\x00\x00",
+            "resume: 1 byte(s) after the position (PROTOCOL.md §16.2)",
+            "`resume: N byte(s) after the position (PROTOCOL.md §16.2)`",
+        ),
+    ]
+
+    async def answer(server_url: str, data: bytes) -> bytes:
+        host, port = server_url.removeprefix("tcp://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(data)
+        got = await reader.read()  # to the end of input: the server closes after its answer
+        writer.close()
+        return got
+
+    async def run() -> list[bytes]:
+        async with asyncio.timeout(10), await serve("tcp://127.0.0.1:0", {}, resume=True) as server:
+            return await asyncio.gather(*(answer(server.url, data) for data, _, _ in cases))
+
+    flat = " ".join(SECTIONS["16.2"].split())
+    for got, (_, reason, worded) in zip(asyncio.run(run()), cases, strict=True):
+        hello_end = 3 + got[2]  # serverHello: type, version, count, one byte per extension id
+        assert got[0] == 0x02 and got[hello_end] == 0x8B, got.hex(" ")
+        assert got[hello_end + 1] == len(got) - hello_end - 2  # resumeRefused, and nothing after it
+        assert got[hello_end + 2 :].decode() == reason
+        assert worded in flat, worded
+    for fault in ("the payload ends inside a varint", "non-minimal varint encoding (trailing 0x00 byte)"):
+        assert f"`{fault}`" in flat, fault
