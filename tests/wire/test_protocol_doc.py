@@ -1023,3 +1023,49 @@ def test_a_malformed_resume_is_refused_with_resume_refused_not_a_goodbye() -> No
         assert worded in flat, worded
     for fault in ("the payload ends inside a varint", "non-minimal varint encoding (trailing 0x00 byte)"):
         assert f"`{fault}`" in flat, fault
+
+
+HANDSHAKE_GOODBYES = [
+    # (the side reading, what it reads first, its goodbye, how §4.1/§4.2 word that goodbye)
+    (
+        Side.SERVER,
+        encode(Subscribe(publisher="p", subscriber=1)),
+        "the first message must be ClientHello, got Subscribe (PROTOCOL.md §4.1)",
+        "`the first message must be ClientHello, got TYPE (PROTOCOL.md §4.1)`",
+    ),
+    (
+        Side.SERVER,
+        b"\x80\x08" + bytes(8),
+        "the first message must be ClientHello, got ExtensionMessage (PROTOCOL.md §4.1)",
+        "`ExtensionMessage` for any type from `0x80`",
+    ),
+    (
+        Side.CLIENT,
+        encode(ClientHello()),
+        "the first message must be ServerHello, got ClientHello (PROTOCOL.md §4.1)",
+        "(`ServerHello` at a client)",
+    ),
+    (
+        Side.CLIENT,
+        encode(ServerHello()) + encode(ServerHello()),
+        "unexpected ServerHello: the handshake is over or it is ours (PROTOCOL.md §4.1)",
+        "`unexpected TYPE: the handshake is over or it is ours (PROTOCOL.md §4.1)`",
+    ),
+    (
+        Side.SERVER,
+        encode(ClientHello(version=7)),
+        "unsupported protocol version 7; this endpoint speaks version 0 (PROTOCOL.md §4.2)",
+        "`unsupported protocol version N; this endpoint speaks version 0 (PROTOCOL.md §4.2)`",
+    ),
+]
+
+
+@pytest.mark.parametrize(("side", "data", "reason", "worded"), HANDSHAKE_GOODBYES)
+def test_the_handshake_goodbyes_are_worded_in_4_1_and_4_2(
+    side: Side, data: bytes, reason: str, worded: str
+) -> None:
+    """§4.1 and §4.2 give the goodbyes of a bad first message, a late hello and another version
+    (an implementation written from the document had to guess them; they are the three bindings'
+    alike)."""
+    assert _goodbye(Connection(side), data) == reason
+    assert worded in " ".join((SECTIONS["4.1"] + SECTIONS["4.2"]).split())
