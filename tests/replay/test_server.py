@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import errno
 import itertools
+import queue
 import re
 import socket
 import ssl
@@ -39,9 +40,11 @@ from rstreams.replay import (
     replay_offer,
     request_json,
     stream_range,
+    unpack,
     upload,
 )
 from rstreams.wire import ErrorCode
+from testkit.bound import WAIT
 from testkit.net import assert_collected_closes_its_loop
 from testkit.recording import RecordingSubscriber
 from testkit.tls import TestCA, server_context
@@ -172,16 +175,58 @@ def test_a_range_past_the_end_of_a_completed_log_is_log_ended_error(serve: Any) 
     assert isinstance(ended.value, RuntimeError)
 
 
-def test_what_does_not_come_within_the_timeout_is_a_replay_timeout_error(serve: Any) -> None:
+def test_what_does_not_come_within_the_timeout_is_a_replay_timeout_error(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A server that is there but does not answer in time (a count of an upload never made, a
     range past what the producer has made so far) is a ReplayTimeoutError (a TimeoutError) naming
-    the server and what it did not send; it was a TimeoutError without a message."""
+    the server and what it did not send; it was a TimeoutError without a message. The timeouts
+    end at events, not after real seconds: the request's once the server holds it (nothing will
+    answer it), the range's once its two elements came (the log has no more)."""
+    from rstreams.replay import _client
+
+    client = _client._client()
+    held = asyncio.Event()  # set on the client's loop once the server holds out?staged=never
+    route: list[Any] = []
+
+    def spy(path: str, params: dict[str, str]) -> Any:
+        answer = route[0](path, params)
+        if params.get("staged") == "never":
+            client.loop.call_soon_threadsafe(held.set)
+        return answer
+
+    async def within(call: Any, seconds: float) -> Any:
+        assert seconds <= 1
+        answered, expired = asyncio.ensure_future(call), asyncio.ensure_future(held.wait())
+        await asyncio.wait({answered, expired}, return_when=asyncio.FIRST_COMPLETED)
+        expired.cancel()
+        if answered.done():
+            return answered.result()
+        answered.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await answered
+        raise TimeoutError
+
+    came: list[bytes] = []  # the elements, unpacked (a range is read packed)
+
+    def next_item(items: Any, seconds: float) -> Any:
+        assert seconds <= 1
+        if len(came) == 2:  # the log's two elements came; nothing appends more
+            raise queue.Empty
+        item = items.get(timeout=WAIT)
+        came.extend(unpack(item))
+        return item
+
+    monkeypatch.setattr(_client, "_within", within)
+    monkeypatch.setattr(_client, "_next_item", next_item)
     log = ReplayLog("nums", capacity=10)
     log.append([b"0", b"1"])
-    server = serve({"nums": log}, sinks={"out": ReplayLog("out", capacity=10)})
+    server = serve({"nums": log}, sinks={"out": ReplayLog("out", capacity=10)}, offer=spy)
+    route.append(server._route)
     with pytest.raises(ReplayTimeoutError) as silent:
         request_json(server.url, "out?staged=never", timeout=1)
     assert isinstance(silent.value, TimeoutError)
+    assert held.is_set()
     assert (
         str(silent.value) == f"replay server {server.url} did not answer within timeout=1 s (it was reached)"
     )
@@ -190,6 +235,7 @@ def test_what_does_not_come_within_the_timeout_is_a_replay_timeout_error(serve: 
     assert str(short.value) == (
         f"replay log 'nums' at {server.url}: positions [0, 5) did not arrive within the timeout (2 did)"
     )
+    assert came == [b"0", b"1"]
 
 
 def test_readers_over_rs_io(serve: Any) -> None:

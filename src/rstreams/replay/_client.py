@@ -292,7 +292,7 @@ class _Client:
                     if step is _Step.AFTER_DELAY:
                         await asyncio.sleep(attempts.delay())
 
-        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(attempt(), timeout), self.loop)
+        future = asyncio.run_coroutine_threadsafe(_within(attempt(), timeout), self.loop)
         try:
             return future.result()
         except RemoteStreamError as error:
@@ -308,6 +308,19 @@ class _Client:
             if denied is not None:
                 raise denied from denied.__cause__
             raise
+
+
+def _within(call: Coroutine[Any, Any, T], seconds: float) -> Coroutine[Any, Any, T]:
+    """``call``, cut short with ``TimeoutError`` after ``seconds``: the timeout of a request
+    (:meth:`_Client.call`). Tests replace it (and :func:`_next_item`) to end the wait at an event
+    of theirs rather than after real seconds."""
+    return asyncio.wait_for(call, seconds)
+
+
+def _next_item(items: queue.SimpleQueue[T], seconds: float) -> T:
+    """The next of ``items``, or ``queue.Empty`` after ``seconds``: the timeout of a range's
+    elements (:func:`_stream_part`; see :func:`_within`)."""
+    return items.get(timeout=seconds)
 
 
 _lock = threading.Lock()
@@ -465,7 +478,7 @@ def _stream_part(
     try:
         while end_signal is None:
             try:
-                item = feed.queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                item = _next_item(feed.queue, max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 raise ReplayTimeoutError(
                     f"replay log {log!r} at {url}: positions [{start}, {end}) did not arrive within "
