@@ -1069,3 +1069,44 @@ def test_the_handshake_goodbyes_are_worded_in_4_1_and_4_2(
     alike)."""
     assert _goodbye(Connection(side), data) == reason
     assert worded in " ".join((SECTIONS["4.1"] + SECTIONS["4.2"]).split())
+
+
+def test_split_parts_are_split_threshold_bytes_round_robin_as_8_says() -> None:
+    """§8 says how rstreams cuts an element (parts of split_threshold bytes, the last the rest)
+    and that it sends the parts of different subscriptions in turn, which the conformance suite
+    requires of every publisher; the document gave neither the part size nor the SHOULD."""
+    core = Connection(Side.SERVER)
+    core.receive_data(
+        encode(ClientHello())
+        + encode(Subscribe(publisher="p", subscriber=1, initial_demand=2))
+        + encode(Subscribe(publisher="q", subscriber=2, initial_demand=1))
+    )
+    threshold = core.config.split_threshold
+    core.send(OnSubscribe(subscriber=1))
+    core.send(OnSubscribe(subscriber=2))
+    core.send(OnNext(subscriber=1, element=bytes(3 * threshold + 5)))
+    core.send(OnNext(subscriber=2, element=bytes(threshold + 1)))
+    core.send(OnNext(subscriber=1, element=bytes(threshold)))
+    parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 16, max_extensions=64)
+
+    def described(frame: object) -> tuple[str, int, int]:
+        if isinstance(frame, (OnNextPart, OnNextLastPart)):
+            return type(frame).__name__, frame.subscriber, len(frame.data)
+        if isinstance(frame, OnNext):
+            return "OnNext", frame.subscriber, len(frame.element)
+        return type(frame).__name__, 0, 0
+
+    sent = [described(frame) for frame in parser.feed(b"".join(core.data_to_send()))]
+    assert sent[3:] == [
+        ("OnNextPart", 1, threshold),
+        ("OnNextPart", 2, threshold),
+        ("OnNextPart", 1, threshold),
+        ("OnNextLastPart", 2, 1),
+        ("OnNextPart", 1, threshold),
+        ("OnNextLastPart", 1, 5),
+        ("OnNext", 1, threshold),
+    ], sent
+    text = " ".join(SECTIONS["8"].split())
+    assert "into parts of `split_threshold` bytes, the onNextLastPart holding the rest" in text
+    assert "one of exactly 64 KiB goes whole" in text and threshold == 64 * 1024
+    assert "A publisher that splits SHOULD interleave likewise" in text
