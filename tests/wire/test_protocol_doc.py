@@ -27,6 +27,7 @@ from rstreams.wire import (
     Connection,
     ConnectionClosed,
     ConnectionConfig,
+    ExtensionMessage,
     Frame,
     OnComplete,
     OnNext,
@@ -1110,3 +1111,24 @@ def test_split_parts_are_split_threshold_bytes_round_robin_as_8_says() -> None:
     assert "into parts of `split_threshold` bytes, the onNextLastPart holding the rest" in text
     assert "one of exactly 64 KiB goes whole" in text and threshold == 64 * 1024
     assert "A publisher that splits SHOULD interleave likewise" in text
+
+
+def test_rstreams_pings_carry_their_number_as_14_1_says() -> None:
+    """§14.1: rstreams' ping payload is the ping's number, big-endian, 1 first (a peer written
+    from the document saw `00 .. 01`, `00 .. 02` and had no sentence saying what they were)."""
+    from rstreams.net import serve
+
+    async def run() -> list[bytes]:
+        async with asyncio.timeout(10), await serve("tcp://127.0.0.1:0", {}, keepalive=0.02) as server:
+            host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(encode(ClientHello(extensions=(KEEPALIVE.id,))))
+            got = b""
+            while got.count(b"\x80\x08") < 2:  # the serverHello, then two pings
+                got += await reader.read(4096)
+            writer.close()
+            parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+            return [f.payload for f in parser.feed(got) if isinstance(f, ExtensionMessage) and f.type == 0x80]
+
+    assert asyncio.run(run())[:2] == [(1).to_bytes(8, "big"), (2).to_bytes(8, "big")]
+    assert "`80 08 00 00 00 00 00 00 00 01`, then `... 00 02`" in " ".join(SECTIONS["14.1"].split())
