@@ -26,7 +26,10 @@ A close this side sends for the peer's violation (1002, 1007, 1009: websockets "
 connection; 1003 for a text message, failed alike by :meth:`_PongLimit.refuse`) is followed by
 the same bounds, which websockets does not apply there (:meth:`_PongLimit._read_to_the_end`):
 what the peer sends is read and discarded, unparsed, until its end of input, which ends the
-close at once.
+close at once. So is a close the peer began, which websockets answers, then discards what
+follows until the peer's end of input, nothing awaiting it: a peer flooding after its close
+frame was read until the idle timeout. The bytes count as the socket reads them
+(:meth:`_PongLimit._lingering`), so WebSocket pings, which websockets answers itself, count too.
 A peer gone without a close frame (its process killed, its socket closed or reset) ends the
 connection as it would on TCP: an end of input as one (``input ended without a goodbye``, §9.3),
 a reset with the socket's error (:meth:`WebSocketTransport._ended`).
@@ -103,7 +106,7 @@ from websockets.exceptions import (
 from websockets.frames import CloseCode
 from websockets.headers import parse_subprotocol
 from websockets.http11 import Request, Response
-from websockets.protocol import OPEN, Protocol
+from websockets.protocol import CLOSING, OPEN, Protocol
 from websockets.server import ServerProtocol
 
 from rstreams.net._admission import Admission
@@ -302,8 +305,9 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
     Every connection of this side (client and server) is one of these: its protocol sends
     rstreams' own close reasons (:func:`own_close_reasons`) and reads on after it failed the
     connection (:meth:`_read_to_the_end`), for a violation found by the library or refused
-    here (:meth:`refuse`), and its queue of frames read and not yet taken is
-    :data:`INPUT_FRAMES` long, whatever the factory that makes it asks."""
+    here (:meth:`refuse`), every close it takes part in is bounded (:meth:`_lingering`), and
+    its queue of frames read and not yet taken is :data:`INPUT_FRAMES` long, whatever the
+    factory that makes it asks."""
 
     def __init__(self, protocol: Protocol, *args: Any, **kwargs: Any) -> None:
         own_close_reasons(protocol)
@@ -317,8 +321,21 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
         kwargs["max_queue"] = INPUT_FRAMES
         super().__init__(protocol, *args, **kwargs)
 
-    _discarded: int | None = None  # bytes read since this side failed the connection
+    _discarded: int | None = None  # bytes read since the close began (None: open)
     _linger: asyncio.TimerHandle | None = None
+
+    def _lingering(self) -> None:
+        """The connection is closing (a close sent or read, or a failure): from now on it ends
+        within :data:`LINGER_BYTES` read or :data:`LINGER_SECONDS` (:meth:`_linger_over`).
+        websockets bounds only the closes awaited through its API, by ``close_timeout``: after
+        a close it read (the peer's) or a failure it found, nothing awaits it, and it discards
+        what it reads until the peer's end of input, at a GB a second for a flooding peer; and
+        WebSocket pings, which it answers itself, never reach the transport's count."""
+        if self._discarded is None:
+            self._discarded = 0
+            self._linger = self.loop.call_later(
+                LINGER_SECONDS, self._linger_over, f"within {LINGER_SECONDS:g} s (LINGER_SECONDS)"
+            )
 
     def _read_to_the_end(self) -> None:
         """This side failed the connection (its close sent): read the socket again, whatever the
@@ -333,10 +350,9 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
         :data:`LINGER_SECONDS`; a peer that flooded on after its violation was read and
         discarded at a GB a second until the connection's idle timeout."""
         transport = getattr(self, "transport", None)
-        if transport is None or transport.is_closing() or self._discarded is not None:
+        if transport is None or transport.is_closing():
             return
-        self._discarded = 0
-        self._linger = self.loop.call_later(LINGER_SECONDS, self._linger_over, f"within {LINGER_SECONDS:g} s")
+        self._lingering()
         transport.resume_reading()
 
     def refuse(self, code: int, reason: str) -> None:
@@ -359,18 +375,23 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
             self.set_connection_exc(error)
 
     def _linger_over(self, why: str) -> None:
-        transport = self.transport
-        if not transport.is_closing():
-            _log.info("ending a WebSocket connection this side failed: no close or end of input %s", why)
-            transport.abort()
+        """Abort the socket of a close that did not end ``why`` (one closing already too: a
+        server's ``wss://`` socket closes after its close exchange, and its TLS shutdown
+        waits for the peer's own, 30 s by default, or its write buffer drains)."""
+        if self._linger is not None:
+            self._linger.cancel()
+        _log.info("aborting a closing WebSocket connection: the peer's end of input not read %s", why)
+        self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         transport = self.transport
         if self._discarded is not None:
             self._discarded += len(data)
-            if self._discarded > LINGER_BYTES:
+            if self._discarded > LINGER_BYTES and not transport.is_closing():
                 self._linger_over(f"within {LINGER_BYTES} bytes (LINGER_BYTES)")
+        elif self.protocol.state is CLOSING:  # a close sent, or the peer's read
+            self._lingering()
         if transport.get_write_buffer_size() > MAX_UNSENT and not transport.is_closing():
             _log.info("ending a WebSocket connection: %s", PINGED_NOT_READING)
             self.set_connection_exc(ConnectionAbortedError(PINGED_NOT_READING))
