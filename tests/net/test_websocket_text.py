@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 import pytest
 
@@ -132,10 +133,12 @@ async def test_after_its_1003_the_server_reads_the_peer_to_its_close() -> None:
             writer.close()
 
 
-async def test_a_peer_flooding_after_its_text_message_is_cut_off_after_linger_bytes() -> None:
+async def test_a_peer_flooding_after_its_text_message_is_cut_off_after_linger_bytes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """After its close 1003 the server discards what the peer sends at most LINGER_BYTES (4 MiB)
     before it aborts the socket, as after a close for a broken framing (was: reading stopped,
-    the flood held in the socket's buffers until close_timeout, 2 s)."""
+    the flood held in the socket's buffers until close_timeout, 2 s), which it logs."""
     from rstreams.wire import ClientHello, encode
     from testkit.bound import within
     from testkit.net import raw_websocket
@@ -157,21 +160,27 @@ async def test_a_peer_flooding_after_its_text_message_is_cut_off_after_linger_by
 
         flooding = asyncio.create_task(flood())
         try:
-            await within(conn.wait_closed(), 1)
+            with caplog.at_level(logging.INFO, logger="rstreams.net.websocket"):
+                await within(conn.wait_closed(), 1)
         finally:
             flooding.cancel()
             writer.transport.abort()
+    said = [record.getMessage() for record in caplog.records if record.name == "rstreams.net.websocket"]
+    assert [line for line in said if "(LINGER_BYTES)" in line], said
 
 
 async def test_a_client_reads_its_server_to_the_end_after_a_text_message() -> None:
     """The client's side: a server that sends a text message and more frames, then answers the
     client's close 1003 with its own and ends its output, ends the client's connection at once
-    with a TextMessageError (was: 2 s, the client's input no longer read)."""
+    with a TextMessageError, and the client's end of output follows, no reset (was: 2 s, the
+    client's input no longer read, then an abort that reset the server)."""
     from rstreams.wire import ServerHello, encode
     from testkit.bound import within
     from testkit.rawws import accept_upgrade
 
     closes: list[bytes] = []
+    ends: list[bytes | None] = []  # what the server read after its answer: None for a reset
+    done = asyncio.Event()
 
     async def speaks_text(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -184,9 +193,13 @@ async def test_a_client_reads_its_server_to_the_end_after_a_text_message() -> No
             closes.append(frame[1])
             writer.write(b"\x88\x02" + frame[1][:2])  # the answer, then the end of output
             writer.write_eof()
-            await reader.read()
+            try:
+                ends.append(await reader.read())
+            except ConnectionResetError:
+                ends.append(None)
         finally:
             writer.close()
+            done.set()
 
     listener = await asyncio.start_server(speaks_text, "127.0.0.1", 0)
     async with listener:
@@ -195,5 +208,7 @@ async def test_a_client_reads_its_server_to_the_end_after_a_text_message() -> No
         with pytest.raises(ConnectionBrokenError) as broken:
             await within(conn.request("anything"), 1)
         await within(conn.wait_closed(), 1)
+        await within(done.wait())
     assert isinstance(broken.value.__cause__, TextMessageError), repr(broken.value.__cause__)
     assert closes == [(1003).to_bytes(2, "big") + b"RS.io uses binary messages"]
+    assert ends == [b""]
