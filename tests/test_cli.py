@@ -978,8 +978,8 @@ def test_serve_a_bad_web_address_exits_2_before_listening(
     assert main(["serve", f"tcp://127.0.0.1:{port}", "log", "--web", web]) == 2
     assert capsys.readouterr() == (
         "",
-        "rstreams serve: --web: the page's address is HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), "
-        f"got {web!r}\n",
+        "rstreams serve: --web: the page's address is HOST:PORT (e.g. 127.0.0.1:8000; a port from 0 to "
+        f"65535, 0: any), got {web!r}\n",
     )
     with socket.socket() as probe:  # nothing was bound: the port is still free
         probe.bind(("127.0.0.1", port))
@@ -1412,8 +1412,14 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(
         (["demo", "--sensors", "0"], "--sensors needs an integer >= 1, got 0"),
         (["demo", "--window", "-2"], "--window needs an integer >= 1, got -2"),
         (["demo", "--rate", "-1"], "--rate needs readings/s >= 0"),
-        (["demo", "--web", "8000"], "--web needs HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got '8000'"),
-        (["serve", "tcp://127.0.0.1:0", "log", "--metrics", "h:99999"], "--metrics needs HOST:PORT"),
+        (
+            ["demo", "--web", "8000"],
+            "--web needs HOST:PORT (e.g. 127.0.0.1:8000; a port from 0 to 65535, 0: any), got '8000'",
+        ),
+        (
+            ["serve", "tcp://127.0.0.1:0", "log", "--metrics", "h:99999"],
+            "--metrics needs HOST:PORT (e.g. 127.0.0.1:9464; a port from 0 to 65535, 0: any) or on",
+        ),
         (
             ["serve", "tcp://127.0.0.1:0", "log", "--reader-timeout", "nan"],
             "--reader-timeout needs a number of seconds > 0",

@@ -96,7 +96,8 @@ def serve_log(args: argparse.Namespace) -> int:
     if args.web is not None and (not colon or not port.isdigit() or int(port) > 65535):
         return fail(  # before anything listens (the page starts after the server)
             "serve",
-            f"--web: the page's address is HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got {args.web!r}",
+            f"--web: the page's address is HOST:PORT (e.g. 127.0.0.1:8000; a port from 0 to 65535, "
+            f"0: any), got {args.web!r}",
         )
     from rstreams.replay import LogDirectoryError, ReplayLog, ReplayServer
     from rstreams.replay._lines import LineSource
@@ -111,8 +112,14 @@ def serve_log(args: argparse.Namespace) -> int:
         ("--pending-timeout", args.pending_timeout),
         ("--reader-timeout", args.reader_timeout),
     ):
-        if problem is None and seconds is not None and not seconds > 0:
+        if problem is None and seconds is not None and not 0 < seconds < float("inf"):
             problem = f"{option} needs a number of seconds > 0, got {seconds:g}"
+            if seconds == float("inf"):  # (the log's own check would name its parameter)
+                problem = f"{option} needs a finite number of seconds > 0, got inf" + (
+                    " (without --reader-timeout a reader is never dropped)"
+                    if option == "--reader-timeout"
+                    else ""
+                )
     ttl = args.staging_ttl
     if problem is None and ttl is not None:
         try:
@@ -142,15 +149,16 @@ def serve_log(args: argparse.Namespace) -> int:
     except ValueError as bad:
         return fail("serve", f"{bad} (--pending-timeout, --reader-timeout)")
     except OSError as bad:  # --path is a file, or a directory that cannot be made
-        return fail("serve", f"cannot keep the log in --path {args.path}: {bad}")
+        return fail("serve", f"cannot keep the log in --path {args.path}: {bad}{_PATH_HINT}")
     sinks: dict[str, ReplayLog] = {}
     for name in args.sink:
         try:
             sinks[name] = ReplayLog(name, capacity=capacity, evict=True, path=_sink_path(args.path, name))
         except (OSError, LogDirectoryError) as bad:  # DIR/sinks/NAME: a file, not made, another log
+            hint = _PATH_HINT if isinstance(bad, OSError) else ""
             for opened in (log, *sinks.values()):
                 opened.close()
-            return fail("serve", f"cannot keep sink log {name!r} in --path {args.path}: {bad}")
+            return fail("serve", f"cannot keep sink log {name!r} in --path {args.path}: {bad}{hint}")
     try:
         log.feed(LineSource(_own_stdin()), position=args.input_from)
     except ValueError as bad:
@@ -217,6 +225,10 @@ def serve_log(args: argparse.Namespace) -> int:
                 opened.close()
     return 0
 
+
+_PATH_HINT = " (--path DIR: a directory this process can make, or one it can write in)"
+"""What to change when ``--path`` cannot be made or opened (a file, a parent that cannot be made,
+no permission)."""
 
 _SINKS_DIRECTORY = "sinks"
 """With ``--path DIR``, each ``--sink NAME`` is kept in ``DIR/sinks/NAME`` (the log of standard
@@ -623,7 +635,8 @@ def add_publish(commands: Any) -> None:
         "at once both publish: the one whose upload the other dropped uploads it again), and with "
         "--batch too a batch is published once (a re-run after a publish appends nothing). "
         "Exit status: 0 when published (or published before), 1 when the server refuses NAME "
-        "(not a sink log, a line past max_element_size, its staging area full), 2 for a bad option "
+        "(not a sink log, a line past max_element_size, its staging area full) or drops the upload "
+        "made again, 2 for a bad option "
         "or when the server cannot be reached within --timeout, refuses the token or the TLS handshake.",
     )
     command.add_argument(

@@ -80,7 +80,9 @@ def _demo_problem(args: argparse.Namespace) -> str | None:
         )
     host, colon, port = args.web.rpartition(":")
     if not args.no_web and (not colon or not host or not port.isdigit() or int(port) > 65535):
-        return f"--web needs HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got {args.web!r}"
+        return (
+            f"--web needs HOST:PORT (e.g. 127.0.0.1:8000; a port from 0 to 65535, 0: any), got {args.web!r}"
+        )
     if args.out is not None:  # made now, as the demo would make it, rather than after Java's check
         try:
             os.makedirs(args.out, exist_ok=True)
@@ -449,7 +451,9 @@ def _serve(args: argparse.Namespace) -> int:
             parse_address(args.metrics)
         except ValueError:
             return fail(
-                "serve", f"--metrics needs HOST:PORT (e.g. 127.0.0.1:9464) or on, got {args.metrics!r}"
+                "serve",
+                f"--metrics needs HOST:PORT (e.g. 127.0.0.1:9464; a port from 0 to 65535, 0: any) or on, "
+                f"got {args.metrics!r}",
             )
         if not _importable("prometheus_client"):
             return fail(

@@ -273,16 +273,24 @@ def test_subscribe_refused_by_a_tls_1_2_alert_names_certfile(
     [
         (["--pending-timeout", "0"], "--pending-timeout needs a number of seconds > 0, got 0\n"),
         (["--reader-timeout", "-1"], "--reader-timeout needs a number of seconds > 0, got -1\n"),
+        (["--pending-timeout", "inf"], "--pending-timeout needs a finite number of seconds > 0, got inf\n"),
+        (
+            ["--reader-timeout", "inf"],
+            "--reader-timeout needs a finite number of seconds > 0, got inf (without --reader-timeout a "
+            "reader is never dropped)\n",
+        ),
         (["--staging-ttl", "-1"], "--staging-ttl needs a number of seconds >= 0 (0: never), got -1\n"),
         (["--staging-ttl", "inf"], "--staging-ttl needs a number of seconds >= 0 (0: never), got inf\n"),
         (["--input-from", "5"], "feed(position=5) is past the log's end 0"),
         (["--capacity", "0"], "--capacity needs an integer >= 1, got 0"),
         (["--path", __file__], "cannot keep the log in --path "),
+        (["--path", __file__], ": a directory this process can make, or one it can write in)\n"),
         (["--sink", "lines"], "log 'lines' is named twice"),
         (["--sink", "a?b"], "--sink 'a?b': a log's name is not empty and has no '?'"),
         (["--web-publisher", "lines"], "--web-publisher needs --web"),
         (["--web", "127.0.0.1:0", "--web-publisher", "nope"], "--web-publisher names a log served"),
         (["--web", "nowhere"], "the page's address is HOST:PORT"),
+        (["--web", "127.0.0.1:70000"], "a port from 0 to 65535, 0: any), got '127.0.0.1:70000'\n"),
     ],
 )
 def test_bad_log_options_exit_2_naming_them(
