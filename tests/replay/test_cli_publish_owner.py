@@ -14,12 +14,19 @@ import pytest
 from rstreams.api import Publisher
 from rstreams.cli import main
 from rstreams.replay import ReplayLog, fetch_range, upload
+from rstreams.wire import ConnectionConfig
 from testkit import patience
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def serving(serve: Any, capacity: int = 100) -> tuple[Any, ReplayLog, list[dict[str, str]]]:
+WAYS = {"channel": None, "reversed": ConnectionConfig(disabled_extensions=frozenset({8, 9}))}
+"""How uploads travel: on a channel, or as the server's subscription (a server without channels)."""
+
+
+def serving(
+    serve: Any, capacity: int = 100, config: ConnectionConfig | None = None
+) -> tuple[Any, ReplayLog, list[dict[str, str]]]:
     """A server with the sink log ``out``; the parameters of each publish it gets."""
     out = ReplayLog("out", capacity=capacity)
     publishes: list[dict[str, str]] = []
@@ -31,7 +38,7 @@ def serving(serve: Any, capacity: int = 100) -> tuple[Any, ReplayLog, list[dict[
         answer: Publisher[Any] | None = route[0](path, params)
         return answer
 
-    server = serve({}, sinks={"out": out}, offer=spy)
+    server = serve({}, sinks={"out": out}, offer=spy, config=config)
     route.append(server._route)
     return server, out, publishes
 
@@ -101,14 +108,15 @@ def run_meanwhile(monkeypatch: pytest.MonkeyPatch, lines: bytes, *options: str) 
     return status
 
 
+@pytest.mark.parametrize("config", list(WAYS.values()), ids=list(WAYS))
 def test_two_publishes_of_one_writer_at_once_both_publish_each_line_once(
-    serve: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    serve: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], config: Any
 ) -> None:
     """A second ``publish --writer W`` runs whole between the first one's upload and its publish:
     its new run drops the first one's upload, which the first one finds gone at its publish; it
     says why, naming --writer, and uploads its lines again (naming no run, so that no other
     invocation's run drops them), and publishes them once."""
-    server, out, publishes = serving(serve)
+    server, out, publishes = serving(serve, config=config)
     second = run_meanwhile(monkeypatch, b"second\n")
     assert publish(monkeypatch, server.url, b"first 1\nfirst 2\n", "--writer", "nightly") == 0
     assert second == [0]
@@ -143,13 +151,14 @@ def test_two_publishes_of_one_batch_at_once_publish_it_once(
     assert server._stagings["out"].staged() == {}
 
 
+@pytest.mark.parametrize("config", list(WAYS.values()), ids=list(WAYS))
 def test_a_publish_whose_upload_is_dropped_as_it_runs_uploads_every_line_again(
-    serve: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    serve: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], config: Any
 ) -> None:
     """The second ``publish --writer W`` starts while the first one's lines still arrive: its run
     drops the first one's upload, whose next rows are refused; the first one uploads every line
     again, those it had sent and those still to come from standard input."""
-    server, out, _ = serving(serve, capacity=2000)
+    server, out, _ = serving(serve, capacity=2000, config=config)
     staging = server._stagings["out"]
     add, staged = staging.add, threading.Event()
 
@@ -167,7 +176,7 @@ def test_a_publish_whose_upload_is_dropped_as_it_runs_uploads_every_line_again(
     )
     first.start()
     with open(writing, "wb") as pipe:
-        pipe.write(b"".join(b"%d\n" % i for i in range(1024)))  # one packed element, sent at once
+        pipe.write(b"".join(b"%d\n" % i for i in range(1024)))  # a packed element; 2 x 512 reversed
         pipe.flush()
         assert patience.wait(staged)  # the first one's upload runs, its standard input still open
         assert publish(monkeypatch, server.url, b"second\n", "--writer", "nightly") == 0
