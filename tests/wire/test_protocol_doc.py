@@ -1287,3 +1287,39 @@ def test_an_onsubscribe_that_crossed_our_cancel_frames_the_onnext_after_it() -> 
     )
     assert not [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
     assert "in CANCELLED too" in " ".join(SECTIONS["7"].split())
+
+
+def test_a_closing_server_says_server_closing_as_9_1_says() -> None:
+    """§9.1 gives the goodbye of a server closing: `server closing`, code 0 after a hello that
+    lists error-codes, no code to a transport whose clientHello has not come (a peer written from
+    the document read it and found no sentence naming it)."""
+    from rstreams.net import serve
+
+    async def run() -> tuple[bytes, bytes]:
+        async with asyncio.timeout(10):
+            server = await serve("tcp://127.0.0.1:0", {})
+            host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+            said_hello = await asyncio.open_connection(host, int(port))
+            silent = await asyncio.open_connection(host, int(port))
+            said_hello[1].write(
+                encode(ClientHello(extensions=(6,))) + encode(Subscribe(publisher="x", subscriber=1))
+            )
+            await said_hello[0].readuntil(b"no publisher named 'x'")  # its hello has been read
+            await silent[0].readexactly(3)  # the other one's transport is up: its serverHello came
+            closing = asyncio.create_task(server.aclose())
+            answers = []
+            for (reader, writer), answer in ((said_hello, b"\x03\x00"), (silent, b"")):
+                goodbye = await reader.readuntil(b"server closing")
+                writer.write(answer)  # the server waits for the answer of the one that said hello (§9.1)
+                writer.write_eof()  # and lingers until our end of input
+                answers.append(goodbye + await reader.read())
+            await closing
+            for _, writer in (said_hello, silent):
+                writer.close()
+            return answers[0], answers[1]
+
+    with_hello, without = asyncio.run(run())
+    goodbye = b"\x03\x0eserver closing"
+    assert with_hello.endswith(b"\x99\x01\x00" + goodbye), with_hello.hex(" ")
+    assert without.endswith(goodbye) and b"\x99" not in without, without.hex(" ")
+    assert "`server closing`, with code 0 where error-codes is active" in " ".join(SECTIONS["9.1"].split())
