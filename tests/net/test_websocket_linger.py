@@ -143,3 +143,27 @@ async def test_pings_after_the_goodbyes_count_towards_linger_bytes(
             if flooding is not None:
                 flooding.cancel()
     assert ["(LINGER_BYTES)" in said for said in _cut_off(caplog)] == [True], caplog.text
+
+
+async def test_a_peer_flooding_after_its_refused_handshake_is_cut_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A handshake the server refuses (here a 404: another path) is answered, then the peer's end
+    of input waited for within the same bounds (was: 2 s, websockets' close_timeout, and no
+    bound in bytes: 1.3 GB read and discarded in them)."""
+    server = await serve("ws://127.0.0.1:0/rsio", {})
+    async with server:
+        _, port = server.url.removeprefix("ws://").split("/")[0].rsplit(":", 1)
+        reader, writer = await asyncio.open_connection("127.0.0.1", int(port))
+        try:
+            writer.write(
+                b"GET /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                b"Sec-WebSocket-Protocol: rsio.v0\r\n\r\n"
+            )
+            assert (await within(reader.readuntil(b"\r\n"))).startswith(b"HTTP/1.1 404"), "not refused"
+            with caplog.at_level(logging.INFO, logger="rstreams.net.websocket"):
+                await within(_flood(writer, bytes(1 << 16)), 3)
+        finally:
+            writer.transport.abort()
+    assert ["(LINGER_BYTES)" in said for said in _cut_off(caplog)] == [True], caplog.text

@@ -28,8 +28,10 @@ the same bounds, which websockets does not apply there (:meth:`_PongLimit._read_
 what the peer sends is read and discarded, unparsed, until its end of input, which ends the
 close at once. So is a close the peer began, which websockets answers, then discards what
 follows until the peer's end of input, nothing awaiting it: a peer flooding after its close
-frame was read until the idle timeout. The bytes count as the socket reads them
-(:meth:`_PongLimit._lingering`), so WebSocket pings, which websockets answers itself, count too.
+frame was read until the idle timeout; so is a refused opening handshake (a 404, a 403, a 426),
+after whose answer websockets reads for ``close_timeout``, bounded in time only. The bytes count
+as the socket reads them (:meth:`_PongLimit._lingering`), so WebSocket pings, which websockets
+answers itself, count too.
 A peer gone without a close frame (its process killed, its socket closed or reset) ends the
 connection as it would on TCP: an end of input as one (``input ended without a goodbye``, §9.3),
 a reset with the socket's error (:meth:`WebSocketTransport._ended`).
@@ -106,7 +108,7 @@ from websockets.exceptions import (
 from websockets.frames import CloseCode
 from websockets.headers import parse_subprotocol
 from websockets.http11 import Request, Response
-from websockets.protocol import CLOSING, OPEN, Protocol
+from websockets.protocol import OPEN, Protocol
 from websockets.server import ServerProtocol
 
 from rstreams.net._admission import Admission
@@ -325,12 +327,13 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
     _linger: asyncio.TimerHandle | None = None
 
     def _lingering(self) -> None:
-        """The connection is closing (a close sent or read, or a failure): from now on it ends
-        within :data:`LINGER_BYTES` read or :data:`LINGER_SECONDS` (:meth:`_linger_over`).
-        websockets bounds only the closes awaited through its API, by ``close_timeout``: after
-        a close it read (the peer's) or a failure it found, nothing awaits it, and it discards
-        what it reads until the peer's end of input, at a GB a second for a flooding peer; and
-        WebSocket pings, which it answers itself, never reach the transport's count."""
+        """The connection is closing (a close sent or read, a failure, or an opening handshake
+        answered with a refusal): from now on it ends within :data:`LINGER_BYTES` read or
+        :data:`LINGER_SECONDS` (:meth:`_linger_over`). websockets bounds only the closes awaited
+        through its API, by ``close_timeout``, and not in bytes: it discards what it reads until
+        the peer's end of input, at a GB a second for a flooding peer (1.3 GB in the 2 s after a
+        404); after a close it read (the peer's) or a failure it found, nothing awaits it at
+        all. WebSocket pings, which it answers itself, never reach the transport's own count."""
         if self._discarded is None:
             self._discarded = 0
             self._linger = self.loop.call_later(
@@ -390,7 +393,7 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
             self._discarded += len(data)
             if self._discarded > LINGER_BYTES and not transport.is_closing():
                 self._linger_over(f"within {LINGER_BYTES} bytes (LINGER_BYTES)")
-        elif self.protocol.state is CLOSING:  # a close sent, or the peer's read
+        elif self.protocol.close_expected():  # a close sent or read, or a handshake refused
             self._lingering()
         if transport.get_write_buffer_size() > MAX_UNSENT and not transport.is_closing():
             _log.info("ending a WebSocket connection: %s", PINGED_NOT_READING)
