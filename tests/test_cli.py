@@ -1274,6 +1274,45 @@ def test_the_token_variable_leaves_the_log_mode_alone(monkeypatch: pytest.Monkey
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("log", "option", "variable", "says"),
+    [
+        (
+            [],
+            ["--token", ""],
+            None,
+            "--token '': an empty token guards nothing (an unset shell variable?); "
+            "give a token, or leave out --token for a server that asks for none",
+        ),
+        (
+            ["log"],
+            [],
+            "",
+            "$RSTREAMS_TOKEN is empty: an empty token guards nothing (an unset shell "
+            "variable?); give a token, or unset RSTREAMS_TOKEN for a server that asks for none",
+        ),
+    ],
+    ids=["--token", "RSTREAMS_TOKEN"],
+)
+def test_serve_refuses_an_empty_token(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    log: list[str],
+    option: list[str],
+    variable: str | None,
+    says: str,
+) -> None:
+    """`serve URL --token "$TOKEN"` with TOKEN unset served a server any client with an empty
+    token could use: exit 2 naming where the empty token came from, before anything listens."""
+    if variable is None:
+        monkeypatch.delenv("RSTREAMS_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("RSTREAMS_TOKEN", variable)
+    assert cli.main(["serve", "tcp://127.0.0.1:0", *log, *option]) == 2
+    assert capsys.readouterr() == ("", f"rstreams serve: {says}\n")
+
+
+@pytest.mark.timeout(30)
 def test_a_silent_server_is_given_up_on(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

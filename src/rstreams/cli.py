@@ -444,6 +444,17 @@ def _serve(args: argparse.Namespace) -> int:
         option = "--" + stray[0].replace("_", "-")
         which = "a replay log (rstreams serve URL NAME)" if log else "publishers (rstreams serve URL)"
         return fail("serve", f"{option} does not apply when serving {which}")
+    if args.token == "" or (args.token is None and os.environ.get("RSTREAMS_TOKEN") == ""):
+        given, unset = (
+            ("--token ''", "leave out --token")
+            if args.token == ""
+            else ("$RSTREAMS_TOKEN is empty", "unset RSTREAMS_TOKEN")
+        )
+        return fail(  # `--token "$TOKEN"` with TOKEN unset, say: any client could present an empty one
+            "serve",
+            f"{given}: an empty token guards nothing (an unset shell variable?); give a token, or "
+            f"{unset} for a server that asks for none",
+        )
     if args.metrics not in (None, "on"):
         from rstreams.observe._prometheus import parse_address
 
