@@ -1323,3 +1323,54 @@ def test_a_closing_server_says_server_closing_as_9_1_says() -> None:
     assert with_hello.endswith(b"\x99\x01\x00" + goodbye), with_hello.hex(" ")
     assert without.endswith(goodbye) and b"\x99" not in without, without.hex(" ")
     assert "`server closing`, with code 0 where error-codes is active" in " ".join(SECTIONS["9.1"].split())
+
+
+def test_a_type_no_extension_owns_is_refused_in_the_words_of_4_4() -> None:
+    """§4.4 words the refusal of a type that no extension owns (it gave only the other two)."""
+    reason = _goodbye(_server(), b"\xa8\x00")
+    assert reason == "message type 0xa8 belongs to no extension this endpoint knows (PROTOCOL.md §4.4)"
+    assert f"`{reason}`" in " ".join(SECTIONS["4.4"].split())
+
+
+def test_the_invalid_demand_refusals_are_those_of_6_2() -> None:
+    """§6.2 words the rule-3.9 refusals, says a request that crossed the end is ignored whatever
+    its demand, and that a refusal before onSubscribe has no onSubscribe (a peer written from the
+    document saw both orders and no text for them)."""
+
+    def refused(data: bytes) -> list[tuple[str, str | None]]:
+        core = _server()
+        core.receive_data(data)
+        core.events_received()
+        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+        return [
+            (type(f).__name__, getattr(f, "error", None)) for f in parser.feed(b"".join(core.data_to_send()))
+        ]
+
+    texts = {
+        b"\x05\x01\x00": "rule 3.9: request(0) is illegal (PROTOCOL.md §6.2)",
+        encode(
+            Request(subscriber=1, demand=2**63)
+        ): "rule 3.9: request(9223372036854775808 (a negative 64-bit number)) is illegal (PROTOCOL.md §6.2)",
+    }
+    for request, text in texts.items():  # read before the onSubscribe: the onError alone
+        assert refused(_SUB + request) == [("OnError", text)]
+    initial = encode(Subscribe(publisher="p", subscriber=1, initial_demand=2**63))
+    assert refused(initial) == [
+        ("OnError", "rule 3.9: initialDemand 9223372036854775808 is above 2**63 - 1 (PROTOCOL.md §6.2)")
+    ]
+    ended = _server()
+    ended.receive_data(_SUB)
+    ended.send(OnSubscribe(subscriber=1))
+    ended.send(OnComplete(subscriber=1))
+    ended.data_to_send()
+    ended.events_received()
+    ended.receive_data(b"\x05\x01\x00")  # crossed the onComplete: ignored, not refused
+    assert not ended.data_to_send() and not ended.events_received()
+    flat = " ".join(SECTIONS["6.2"].split())
+    for template in (
+        "`rule 3.9: request(0) is illegal (PROTOCOL.md §6.2)`",
+        "`rule 3.9: request(N (a negative 64-bit number)) is illegal (PROTOCOL.md §6.2)`",
+        "`rule 3.9: initialDemand N is above 2**63 - 1 (PROTOCOL.md §6.2)`",
+        "out with the onError alone",
+    ):
+        assert template in flat, template
