@@ -16,7 +16,7 @@ import { AuthGate } from "./gate.js";
 import { handshakeCheck, onlyWebSocketUpgrades, plainRequest } from "./handshake.js";
 import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
 import { SYSTEM_CLOCK, ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
-import { parseUrl } from "./rsio-url.js";
+import { parseUrl, pythonG } from "./rsio-url.js";
 import {
   CLOSE_TIMEOUT_MS, Connection, ConnectionClosedError, ERROR_CODES, SUBPROTOCOL, connect as connectWebSocket,
   connectTransport, holdUntilStarted, openWebSocket, webSocketTransport,
@@ -106,7 +106,7 @@ function openSocket(url, open, event, { clock = SYSTEM_CLOCK, handshakeTimeout =
       socket.off("error", failed);
       socket.on("error", () => {});
       socket.destroy();
-      reject(new ConnectionClosedError(`cannot connect to ${url}: not connected within ${handshakeTimeout} s `
+      reject(new ConnectionClosedError(`cannot connect to ${url}: not connected within ${pythonG(handshakeTimeout)} s `
         + "(handshakeTimeout)"));
     }, handshakeTimeout * 1000);
     const failed = (error) => {

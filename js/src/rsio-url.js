@@ -251,6 +251,49 @@ export function pythonRepr(text) {
   return out + quote;
 }
 
+// `x` (a number) as Python's format(x, "g") writes it, so a text naming a number (a goodbye's
+// timeout) reads the same in every binding: 6 significant digits, rounded half to even from the
+// number's exact value, trailing zeros dropped; 1e-05 to 999999 as a decimal, else with an
+// exponent of at least two digits (1e+06, 1.5e-07); inf, -inf, nan.
+export function pythonG(x) {
+  if (Number.isNaN(x)) return "nan";
+  const sign = x < 0 || Object.is(x, -0) ? "-" : "";
+  if (!Number.isFinite(x)) return `${sign}inf`;
+  let [digits, point] = exactDecimal(Math.abs(x)); // |x| = 0.DIGITS × 10^point
+  if (digits === "") return `${sign}0`;
+  if (digits.length > 6) {
+    const [kept, rest] = [BigInt(digits.slice(0, 6)), digits.slice(6)];
+    const up = rest[0] > "5" || (rest[0] === "5" && (/[1-9]/.test(rest.slice(1)) || kept % 2n === 1n));
+    digits = String(up ? kept + 1n : kept);
+    if (digits.length > 6) point += 1; // 999999.5: 1000000
+  }
+  digits = digits.slice(0, 6).replace(/0+$/, "");
+  const exponent = point - 1; // |x| = D.DDDDD × 10^exponent
+  if (exponent < -4 || exponent >= 6) {
+    const mantissa = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    return `${sign}${mantissa}e${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
+  }
+  if (exponent < 0) return `${sign}0.${"0".repeat(-exponent - 1)}${digits}`;
+  const whole = digits.slice(0, exponent + 1).padEnd(exponent + 1, "0");
+  return `${sign}${whole}${digits.length > exponent + 1 ? `.${digits.slice(exponent + 1)}` : ""}`;
+}
+
+/** A finite `x` > 0 exactly, as [DIGITS (no leading or trailing zero), point]: x = 0.DIGITS × 10^point. */
+function exactDecimal(x) {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const bits = view.getBigUint64(0);
+  const biased = Number(bits >> 52n);
+  const fraction = bits & ((1n << 52n) - 1n);
+  const mantissa = biased === 0 ? fraction : fraction | (1n << 52n);
+  const power = (biased === 0 ? 1 : biased) - 1075; // x = mantissa × 2^power
+  if (mantissa === 0n) return ["", 0];
+  // x = mantissa × 5^-power / 10^-power when power < 0
+  const digits = String(power >= 0 ? mantissa << BigInt(power) : mantissa * 5n ** BigInt(-power));
+  const point = digits.length - Math.max(0, -power);
+  return [digits.replace(/0+$/, ""), point];
+}
+
 let starts = null; // the first code point of each run of PRINTABLE_RUNS, decoded on first use
 
 /** Whether Python's repr() prints code point `code` as it is (its str.isprintable()). */

@@ -40,7 +40,7 @@ import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 import { ERROR_CODES, Qualifiers, codeName } from "./rsio-codes.js";
 import { Messages } from "./rsio-messages.js";
 import { ContentTypes, contentTypeFrame } from "./rsio-content.js";
-import { parseUrl } from "./rsio-url.js";
+import { parseUrl, pythonG } from "./rsio-url.js";
 import { MetadataQualifier, checkMetadata, encodeMetadata } from "./rsio-metadata.js";
 
 export { ExtensionNotOfferedError, ProtocolError, UNBOUNDED } from "./rsio-wire.js";
@@ -175,7 +175,7 @@ function webSocket(url, WS, { clock, tls, handshakeTimeout = DEFAULT_HANDSHAKE_T
     // handshakeTimeout (then the serverHello has as long again), as Python's client gives up
     const opening = openingBound(clock, handshakeTimeout, () => {
       reject(new ConnectionClosedError(`cannot open a WebSocket to ${url}: no answer to the opening handshake `
-        + `within ${handshakeTimeout} s (handshakeTimeout)`));
+        + `within ${pythonG(handshakeTimeout)} s (handshakeTimeout)`));
       if (typeof ws.terminate === "function") ws.terminate();
       else ws.close();
     });
@@ -819,7 +819,7 @@ export class Connection {
   _unreadExpired() {
     this._unreadTimer = null;
     if (!this._backedUp) return;
-    this._quit(`peer not reading: replies left unread for ${this._unreadS} s (unreadTimeout)`, undefined,
+    this._quit(`peer not reading: replies left unread for ${pythonG(this._unreadS)} s (unreadTimeout)`, undefined,
       ERROR_CODES.LIMIT_EXCEEDED);
   }
 
@@ -837,7 +837,7 @@ export class Connection {
       this._idleTimer = this._clock.setTimeout(() => this._idleCheck(), this._idleMs);
       return;
     }
-    this._quit(`idle timeout: nothing received for ${this._idleMs / 1000} s (PROTOCOL.md §14.2)`, undefined,
+    this._quit(`idle timeout: nothing received for ${pythonG(this._idleMs / 1000)} s (PROTOCOL.md §14.2)`, undefined,
       ERROR_CODES.TIMEOUT);
   }
 
@@ -845,12 +845,12 @@ export class Connection {
   _handshakeExpired() {
     this._handshakeTimer = null;
     if (this.state === "AWAITING_HELLO") {
-      const reason = `handshake timeout (no ${this._role.peerHello} within ${this._handshakeS} s)`;
+      const reason = `handshake timeout (no ${this._role.peerHello} within ${pythonG(this._handshakeS)} s)`;
       const error = this._role === ROLES.client
         ? new ConnectionClosedError(`${reason}: the server did not say hello (handshakeTimeout)`) : undefined;
       this._quit(reason, error, ERROR_CODES.TIMEOUT);
     } else if (this.state === "OPEN" && this._gate?.pending) {
-      this._quit(`authentication timeout (not settled within ${this._handshakeS} s of the hello) (PROTOCOL.md §15.3)`,
+      this._quit(`authentication timeout (not settled within ${pythonG(this._handshakeS)} s of the hello) (PROTOCOL.md §15.3)`,
         undefined, ERROR_CODES.TIMEOUT);
     }
   }

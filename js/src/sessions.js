@@ -27,6 +27,7 @@
 
 import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeFrame, encodeVarint } from "./rsio-wire.js";
 import { ReplayBuffer, SessionStream, abortLink } from "./rsio-resume.js";
+import { pythonG } from "./rsio-url.js";
 
 const { resumeToken: TOKEN, resume: RESUME, resumed: RESUMED, resumeRefused: REFUSED, resumeAck: ACK } =
   EXTENSIONS.resume.types;
@@ -339,7 +340,7 @@ export class ServerSession extends SessionStream {
     this._waitTimer = this._clock.setTimeout(() => {
       this._waitTimer = null;
       if (this.mode === "DETACHED") {
-        this._finish(new Error(`the session was not resumed within ${wait / 1000} s (PROTOCOL.md §16.3)`));
+        this._finish(new Error(`the session was not resumed within ${pythonG(wait / 1000)} s (PROTOCOL.md §16.3)`));
       }
     }, wait);
   }

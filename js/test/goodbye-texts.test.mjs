@@ -2,13 +2,17 @@
 // same peer bytes fed to a JavaScript Connection and to rstreams.wire's Connection (one Python
 // process for every case) end both with the same goodbye reason. The cases: the 'invalid'
 // vectors of docs/protocol-vectors.json (PROTOCOL.md §13) and the other framing and limit
-// errors of §2, §3, §4, §7, §8 and §11.
+// errors of §2, §3, §4, §7, §8 and §11; and the goodbyes naming a timeout (§4.1, §6.3, §14.2,
+// §15.3), each timeout written as Python's format(x, "g") writes it (pythonG), against the
+// f-strings of rstreams' own source.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { AuthGate } from "../src/gate.js";
 import { Connection } from "../src/rsio.js";
-import { encodeFrame, encodeVarint } from "../src/rsio-wire.js";
+import { pythonG } from "../src/rsio-url.js";
+import { encodeCredentials, encodeFrame, encodeVarint } from "../src/rsio-wire.js";
 import { Sessions, serverResumeOptions } from "../src/sessions.js";
 import { FakeTransport, ManualClock, tick } from "./support.mjs";
 import { PYTHON, REPO, skip } from "./servers.mjs";
@@ -94,13 +98,38 @@ const RESUMES = [
   ["a byte after the position", "8904016100" + "00"],
 ];
 
-/** rstreams' goodbye reason and onError text for each case, and its resumeRefused reason for each resume (one Python process). */
+// Timeouts in seconds, each written as Python's :g writes it in a goodbye: as it is, rounded to 6
+// digits, with an exponent below 1e-04 and from 1e+06
+const TIMEOUTS = [60, 0.5, 1.1, 0.0001, 1e-5, 999999, 1e6, 1234567.5];
+// Numbers for pythonG alone: ties rounded half to even from the exact value (2**-9 is 0.001953125),
+// the ends of the range, and pseudo-random doubles of every exponent and short decimals
+const NUMBERS = [0, -0, NaN, Infinity, -Infinity, 1, -1.5, 0.1 + 0.2, 2 ** -9, 1000005, 1234565, 999999.5, 9999995,
+  0.00009999995, 0.000099999949, 123456, 1e21, 1e-7, 5e-324, 2.2250738585072014e-308, Number.MAX_VALUE, 2 ** 53 + 2];
+{
+  let state = 0x2545f4914f6cdd1dn; // xorshift64
+  const view = new DataView(new ArrayBuffer(8));
+  for (let i = 0; i < 2000; i++) {
+    state ^= (state << 13n) & 0xffffffffffffffffn;
+    state ^= state >> 7n;
+    state ^= (state << 17n) & 0xffffffffffffffffn;
+    view.setBigUint64(0, state);
+    NUMBERS.push(i % 2 ? view.getFloat64(0) : Number(state % 10n ** BigInt(1 + (i % 12))) / 10 ** (i % 9));
+  }
+}
+const asText = (x) => (Object.is(x, -0) ? "-0" : String(x)); // Python's float() reads it back exactly
+
+/**
+ * rstreams' goodbye reason and onError text for each case, its resumeRefused reason for each
+ * resume, its goodbyes naming each timeout (the f-strings of rstreams.net's source, evaluated
+ * with the timeout), and format(x, "g") of each number (one Python process).
+ */
 function run() {
   const source = `
-import json, sys
+import ast, inspect, json, sys, types
+from rstreams.net import _auth, _closing, _keepalive, _pump
 from rstreams.wire import ClientHello, Connection, ConnectionClosed, ConnectionConfig, FrameParser, OnError, OnSubscribe, ServerHello, Side, Subscribe, encode
 from rstreams.wire._resume import ResumeError, parse_resume_request
-cases, resumes = json.load(sys.stdin)
+cases, resumes, timeouts, numbers = json.load(sys.stdin)
 out = []
 for what, side, size, data, limits in cases:
     limits = {k: frozenset(v) if k == "extensions" else v for k, v in limits.items()}
@@ -127,12 +156,31 @@ for what, data in resumes:
         refused.append(repr(parse_resume_request(bytearray.fromhex(data))))
     except ResumeError as error:
         refused.append(error.reason)
-json.dump([out, refused], sys.stdout)
+def text(module, start):
+    """The one f-string of module's source that starts with start, compiled."""
+    found = [node for node in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(node, ast.JoinedStr)
+             and isinstance(node.values[0], ast.Constant) and node.values[0].value.startswith(start)]
+    assert len(found) == 1, (module.__name__, start, len(found))
+    return compile(ast.Expression(found[0]), module.__name__, "eval")
+TEXTS = {
+    "handshake": text(_closing, "handshake timeout (no "),
+    "idle": text(_keepalive, "idle timeout: "),
+    "unread": text(_pump, "peer not reading: replies left unread"),
+    "auth": text(_auth, "authentication timeout"),
+}
+goodbyes = []
+for t in timeouts:
+    names = types.SimpleNamespace(_handshake_timeout=t, _idle_timeout=t, _unread_timeout=t, _timeout=t)
+    said = {kind: eval(code, {"self": names, "hello": "clientHello"}) for kind, code in TEXTS.items()}
+    said["client handshake"] = eval(TEXTS["handshake"], {"self": names, "hello": "serverHello"})
+    goodbyes.append(said)
+json.dump([out, refused, goodbyes, [format(float(x), "g") for x in numbers]], sys.stdout)
 `;
   return new Promise((resolve, reject) => {
     const child = execFile(PYTHON, ["-c", source], { env: { ...process.env, PYTHONPATH: `${REPO}src` }, timeout: 60_000 },
       (error, stdout, stderr) => (error ? reject(new Error(stderr || error.message)) : resolve(JSON.parse(stdout))));
-    child.stdin.end(JSON.stringify([CASES.map(([what, side, size, data, limits = {}]) => [what, side, size, data, limits]), RESUMES]));
+    child.stdin.end(JSON.stringify([CASES.map(([what, side, size, data, limits = {}]) => [what, side, size, data, limits]), RESUMES,
+      TIMEOUTS, NUMBERS.map(asText)]));
   });
 }
 
@@ -195,6 +243,63 @@ test("a malformed resume is refused with rstreams' reason, byte for byte", { ski
   for (const [i, [what, bytes]] of RESUMES.entries()) {
     const got = await refusal(bytes);
     if (got !== expected[i]) differ.push(`${what}:\n  rstreams:   ${expected[i]}\n  JavaScript: ${got}`);
+  }
+  assert.equal(differ.length, 0, `\n${differ.join("\n")}`);
+});
+
+test("pythonG writes every number as Python's format(x, \"g\") does", { skip }, async () => {
+  const [, , , expected] = await reference();
+  const differ = NUMBERS.map((x, i) => [asText(x), pythonG(x), expected[i]]).filter(([, ours, theirs]) => ours !== theirs);
+  assert.deepEqual(differ.slice(0, 10), [], `${differ.length} differ`);
+});
+
+/** A FakeTransport that keeps what it sent unsent (a peer that never reads), reading paused when asked. */
+class NeverRead extends FakeTransport {
+  unsent = 0;
+  paused = false;
+  send(data) { super.send(data); this.unsent += data.length; }
+  pauseReading() { this.paused = true; }
+}
+
+/** This binding's goodbye reason when the timeout of `kind` (seconds `t`) passes. */
+async function timedOut(kind, t) {
+  const clock = new ManualClock();
+  const ws = kind === "unread" ? new NeverRead() : new FakeTransport();
+  const options = { clock, onerror: () => {}, keepalive: null, idleTimeout: null, handshakeTimeout: null,
+    role: kind === "client handshake" ? "client" : "server" };
+  if (kind.endsWith("handshake") || kind === "auth") options.handshakeTimeout = t;
+  if (kind === "idle") options.idleTimeout = t;
+  if (kind === "unread") options.unreadTimeout = t;
+  if (kind === "auth") options.gate = new AuthGate({ authenticate: () => new Promise(() => {}) }); // never settled
+  const conn = new Connection(ws, options);
+  if (kind === "auth") {
+    ws.feed({ type: "clientHello", version: 0, extensions: [2] },
+      { type: "extension", code: 0x84, payload: encodeCredentials("token") });
+  } else if (!kind.endsWith("handshake")) ws.feed({ type: "clientHello", version: 0, extensions: [] });
+  // a peer that never reads: subscribes for a name of 1000 bytes nobody offers, each refused
+  // (written a turn later, ten at once), until reading stops
+  for (let id = 1; kind === "unread" && !ws.paused && id < 10_000; await Promise.resolve()) {
+    for (const end = id + 10; id < end; id++) {
+      ws.feed({ type: "subscribe", publisher: "n".repeat(1000), subscriber: id, initial_demand: 1n });
+    }
+  }
+  await tick();
+  clock.advance(t * 1000);
+  await tick();
+  assert.equal(conn.state, "CLOSED", `${kind} ${t}`);
+  return ws.of("goodbye").at(-1)?.reason ?? null;
+}
+
+test("every goodbye naming a timeout is rstreams', the timeout as Python's :g writes it, byte for byte", { skip }, async () => {
+  const [, , expected] = await reference();
+  const differ = [];
+  for (const [i, t] of TIMEOUTS.entries()) {
+    for (const [kind, theirs] of Object.entries(expected[i])) {
+      if (kind === "unread" && t > 1) continue; // backed up, the replies are looked at every 10 ms till then
+      const wanted = theirs.replace("(unread_timeout)", "(unreadTimeout)"); // the option, by this binding's name
+      const got = await timedOut(kind, t);
+      if (got !== wanted) differ.push(`${kind}, ${t} s:\n  rstreams:   ${wanted}\n  JavaScript: ${got}`);
+    }
   }
   assert.equal(differ.length, 0, `\n${differ.join("\n")}`);
 });
