@@ -91,12 +91,15 @@ async def _client_frame(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return head[0] & 0x0F, bytes(b ^ key[i % 4] for i, b in enumerate(payload))
 
 
-async def test_after_its_1003_the_server_reads_the_peer_to_its_close() -> None:
+async def test_after_its_1003_the_server_reads_the_peer_to_its_close(monkeypatch: pytest.MonkeyPatch) -> None:
     """A peer that sends a text message, then more frames than the input queue holds, then
     answers the server's close 1003: the server sends rstreams' reason, ends its output (the
     peer reads it at once, no reset) and reads on, discarding, so the peer's answer ends the
     connection at once (was: input no longer read, the close waited out close_timeout, 2 s, and
-    an abort reset the peer). Another client is served meanwhile."""
+    an abort reset the peer). Another client is served meanwhile. The linger's time bound (and
+    close_timeout, the same seconds) is 30 s here, so that only the answer can end it."""
+    monkeypatch.setattr("rstreams.net._closing.LINGER_SECONDS", 30.0)  # (serve's close_timeout)
+    monkeypatch.setattr("rstreams.net._websocket.LINGER_SECONDS", 30.0)
     from rstreams.wire import ClientHello, encode
     from testkit.bound import within
     from testkit.net import raw_websocket
