@@ -1374,3 +1374,15 @@ def test_the_invalid_demand_refusals_are_those_of_6_2() -> None:
         "out with the onError alone",
     ):
         assert template in flat, template
+
+
+def test_the_bindings_tests_10_names_for_its_goodbyes_exist() -> None:
+    """§10 says the Java and JavaScript bindings' goodbyes are compared with rstreams' by two tests,
+    which it names: they are where it says."""
+    flat = " ".join(SECTIONS["10"].split())
+    for path, name in (
+        ("java/src/test/java/io/rstreams/net/GoodbyeTextsTest.java", "Java's `GoodbyeTextsTest`"),
+        ("js/test/goodbye-texts.test.mjs", "`js/test/goodbye-texts.test.mjs`"),
+    ):
+        assert name in flat, name
+        assert "goodbye" in (ROOT / path).read_text(encoding="utf-8").lower(), path
