@@ -439,6 +439,7 @@ INVALID: list[tuple[str, int, str]] = [
     ("03 81 80 04", 0, "a string length of 65537, above the default max_string_length"),
     ("08 01 81 80 80 08", 0, "an element length of 16 MiB + 1, above the default max_element_size"),
     ("09 01 00", 8, "onNextPacked with count 0 on a stream with elementSize 8"),
+    ("09 01 01 00", 0, "onNextPacked with elementSize 0, before onSubscribe or for no subscription"),
     ("01 00 41" + " 01" * 65, 0, "a hello listing 65 extensions, above the default max_extensions"),
 ]
 """Byte strings every receiver refuses as soon as it has read them, with the default limits of §11:
