@@ -25,10 +25,10 @@ import argparse
 import contextlib
 import errno
 import ipaddress
-import itertools
 import os
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
@@ -356,110 +356,132 @@ def publish(args: argparse.Namespace) -> int:
     if sys.stdin.isatty():  # not a pipe or a file: say what the silence waits for
         print("rstreams publish: type the lines to publish, then Ctrl-D", file=sys.stderr)
     lines = _Read(sys.stdin.buffer)
-    # A run lets a later invocation of the same --writer drop what this one left staged if it is
-    # killed before its publish; a writer of its own is never named again, so it names none.
-    run = uuid.uuid4().hex if args.writer is not None else None
-
-    def stage_and_publish(token: str, rows: Iterable[bytes], run: str | None) -> tuple[int, Any]:
-        count = upload(
-            args.url,
-            args.name,
-            token,
-            rows,
-            args.timeout,
-            access=access,
-            writer=writer,
-            batch=batch,
-            run=run,
-        )
-        name = f"{args.name}?publish={batch}&writer={quote(writer, safe='')}&tokens={token}"
-        return count, request_json(args.url, name, args.timeout, access=access)
-
-    dropped = None  # why the server no longer had the first upload, when it was made again
     try:
-        token = uuid.uuid4().hex
+        # A run lets a later invocation of the same --writer drop what this one left staged if it is
+        # killed before its publish; a writer of its own is never named again, so it names none.
+        run = uuid.uuid4().hex if args.writer is not None else None
+
+        def stage_and_publish(token: str, rows: Iterable[bytes], run: str | None) -> tuple[int, Any]:
+            count = upload(
+                args.url,
+                args.name,
+                token,
+                rows,
+                args.timeout,
+                access=access,
+                writer=writer,
+                batch=batch,
+                run=run,
+            )
+            name = f"{args.name}?publish={batch}&writer={quote(writer, safe='')}&tokens={token}"
+            return count, request_json(args.url, name, args.timeout, access=access)
+
+        dropped = None  # why the server no longer had the first upload, when it was made again
         try:
-            count, answer = stage_and_publish(token, lines, run)
-        except RemoteLogError as refused:
-            dropped = _dropped_why(str(refused), token, args.writer)
-            if dropped is None:
-                raise
-            # None of the first token's rows can be published now (dropped, or refused as they
-            # came): upload them all again, under a new token and naming no run, which the run of
-            # another invocation of --writer does not drop.
             token = uuid.uuid4().hex
             try:
-                count, answer = stage_and_publish(token, lines.again(), None)
-            except RemoteLogError as again:
-                if _dropped_why(str(again), token, args.writer) is None:
+                count, answer = stage_and_publish(token, lines, run)
+            except RemoteLogError as refused:
+                dropped = _dropped_why(str(refused), token, args.writer)
+                if dropped is None:
                     raise
-                return fail(
-                    "publish",
-                    f"{args.url} dropped this invocation's upload twice: {dropped}; then "
-                    f"{shown_names(str(again), args.name)}; nothing of its {len(lines.read)} lines was "
-                    "published: publish them again"
-                    + (" (one invocation per --writer at a time)" if args.writer is not None else ""),
-                    1,
-                )
-        published, before = answer["count"], answer["published"] is False
-    except RemoteLogError as refused:  # not a sink log, no such name, a line too long
-        said = f"{shown_names(str(refused), args.name)}{_refusal_hint(str(refused))}"
-        return fail("publish", f"{args.url} refused {shown}: {said}", 1)
-    except (TypeError, ValueError, KeyError) as odd:  # an answer, but not a sink log's (JSON, a count)
-        said = f"{type(odd).__name__}: {odd}"
-        return fail(
-            "publish", f"{args.url} did not answer {shown} as a sink log does ({said}){_NOT_A_SINK}", 1
-        )
-    except AccessDeniedError as bad:
-        hint = access_hint(bad, args.certfile, server_name=True)
-        return fail("publish", f"{bad}{hint or ' (--token, --cafile, --certfile, --server-name)'}")
-    except ServerUnavailableError as bad:
-        hint = (
-            access_hint(bad, args.certfile, server_name=True)
-            or " (the URL: is a server listening there? --timeout S: how long to retry)"
-        )
-        return fail("publish", f"{bad}{hint}")
-    except TimeoutError:
-        silent = _silent_hint(args.url, access)
-        return fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout){silent}")
-    except ImportError as missing:  # ws:// or wss:// without the websockets extra
-        return fail("publish", f"cannot connect to {args.url}: {missing}{missing_extra(missing)}")
-    except (ReactiveStreamsError, OSError) as broken:  # a handshake timeout (not retried), say
-        return fail("publish", connection_ended(args.url, broken, args.certfile, server_name=True))
-    except KeyboardInterrupt:
-        return fail("publish", "interrupted", 130)
-    if before:  # --writer and --batch: a re-run of a batch published before
-        print(
-            f"batch {batch} of writer {shown_name(writer)} was published on {shown} before: nothing "
-            f"appended ({count} lines uploaded, dropped)",
-            file=sys.stderr,
-        )
+                # None of the first token's rows can be published now (dropped, or refused as they
+                # came): upload them all again, under a new token and naming no run, which the run of
+                # another invocation of --writer does not drop.
+                token = uuid.uuid4().hex
+                try:
+                    count, answer = stage_and_publish(token, lines.again(), None)
+                except RemoteLogError as again:
+                    if _dropped_why(str(again), token, args.writer) is None:
+                        raise
+                    return fail(
+                        "publish",
+                        f"{args.url} dropped this invocation's upload twice: {dropped}; then "
+                        f"{shown_names(str(again), args.name)}; nothing of its {lines.count} lines was "
+                        "published: publish them again"
+                        + (" (one invocation per --writer at a time)" if args.writer is not None else ""),
+                        1,
+                    )
+            published, before = answer["count"], answer["published"] is False
+        except RemoteLogError as refused:  # not a sink log, no such name, a line too long
+            said = f"{shown_names(str(refused), args.name)}{_refusal_hint(str(refused))}"
+            return fail("publish", f"{args.url} refused {shown}: {said}", 1)
+        except (TypeError, ValueError, KeyError) as odd:  # an answer, but not a sink log's (JSON, a count)
+            said = f"{type(odd).__name__}: {odd}"
+            return fail(
+                "publish", f"{args.url} did not answer {shown} as a sink log does ({said}){_NOT_A_SINK}", 1
+            )
+        except AccessDeniedError as bad:
+            hint = access_hint(bad, args.certfile, server_name=True)
+            return fail("publish", f"{bad}{hint or ' (--token, --cafile, --certfile, --server-name)'}")
+        except ServerUnavailableError as bad:
+            hint = (
+                access_hint(bad, args.certfile, server_name=True)
+                or " (the URL: is a server listening there? --timeout S: how long to retry)"
+            )
+            return fail("publish", f"{bad}{hint}")
+        except TimeoutError:
+            silent = _silent_hint(args.url, access)
+            return fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout){silent}")
+        except ImportError as missing:  # ws:// or wss:// without the websockets extra
+            return fail("publish", f"cannot connect to {args.url}: {missing}{missing_extra(missing)}")
+        except (ReactiveStreamsError, OSError) as broken:  # a handshake timeout (not retried), say
+            return fail("publish", connection_ended(args.url, broken, args.certfile, server_name=True))
+        except KeyboardInterrupt:
+            return fail("publish", "interrupted", 130)
+        if before:  # --writer and --batch: a re-run of a batch published before
+            print(
+                f"batch {batch} of writer {shown_name(writer)} was published on {shown} before: nothing "
+                f"appended ({count} lines uploaded, dropped)",
+                file=sys.stderr,
+            )
+            return 0
+        if dropped is not None:
+            print(f"rstreams publish: {dropped}: uploaded its {count} lines again", file=sys.stderr)
+        print(f"published {published} of {count} lines on {shown}", file=sys.stderr)
         return 0
-    if dropped is not None:
-        print(f"rstreams publish: {dropped}: uploaded its {count} lines again", file=sys.stderr)
-    print(f"published {published} of {count} lines on {shown}", file=sys.stderr)
-    return 0
+
+    finally:
+        lines.close()
 
 
 class _Read:
     """Standard input's lines (without their line ends) as an iterator, each kept once read, so
-    that an upload the server dropped can be made again (:meth:`again`)."""
+    that an upload the server dropped can be made again (:meth:`again`). The lines are kept in a
+    spooled temporary file: in memory up to :data:`_KEPT_IN_MEMORY` bytes, on disk past that, so
+    that publishing a large input costs no more memory than streaming it did."""
 
     def __init__(self, source: Iterable[bytes]) -> None:
-        self.read: list[bytes] = []
+        self.count = 0
         self._source = iter(source)
+        self._kept = tempfile.SpooledTemporaryFile(max_size=_KEPT_IN_MEMORY)  # noqa: SIM115 (close())
 
     def __iter__(self) -> Iterator[bytes]:
         return self
 
     def __next__(self) -> bytes:
-        line = next(self._source).rstrip(b"\r\n")
-        self.read.append(line)
+        line = next(self._source).rstrip(b"\r\n")  # split at b"\n": none inside
+        self._kept.write(line + b"\n")
+        self.count += 1
         return line
+
+    def close(self) -> None:
+        self._kept.close()
 
     def again(self) -> Iterator[bytes]:
         """Every line from the first: those read so far, then the rest as they are read."""
-        return itertools.chain(list(self.read), self)
+        kept = self._kept
+        end = kept.tell()  # every write is at the end
+        kept.seek(0)
+        while kept.tell() < end:
+            yield kept.readline()[:-1]
+        kept.seek(end)
+        yield from self
+
+
+_KEPT_IN_MEMORY = 16 * 2**20
+"""Bytes of standard input's lines ``rstreams publish`` keeps in memory for an upload made
+again; the rest go to a temporary file."""
 
 
 def _dropped_why(message: str, token: str, writer: str | None) -> str | None:

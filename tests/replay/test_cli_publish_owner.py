@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rstreams import _cli_logs
 from rstreams.api import Publisher
 from rstreams.cli import main
 from rstreams.replay import ReplayLog, fetch_range, upload
@@ -167,6 +168,7 @@ def test_a_publish_whose_upload_is_dropped_as_it_runs_uploads_every_line_again(
         staged.set()
 
     monkeypatch.setattr(staging, "add", adding)
+    monkeypatch.setattr(_cli_logs, "_KEPT_IN_MEMORY", 256)  # the lines kept go to disk
     reading, writing = os.pipe()
     stdin = io.TextIOWrapper(open(reading, "rb"))  # noqa: SIM115 (closed once the publish ended)
     monkeypatch.setattr(sys, "stdin", stdin)
@@ -216,3 +218,19 @@ def test_an_upload_dropped_twice_exits_1_saying_nothing_was_published(
     assert err.endswith(
         "nothing of its 2 lines was published: publish them again (one invocation per --writer at a time)\n"
     ), err
+
+
+def test_the_lines_kept_for_an_upload_made_again_go_to_disk_past_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Standard input's lines are kept so that a dropped upload can be made again: in memory up
+    to ``_KEPT_IN_MEMORY`` bytes, on disk past it (a large input costs no more memory than
+    streaming it); made again, every line comes back in order, then the lines not read yet."""
+    monkeypatch.setattr(_cli_logs, "_KEPT_IN_MEMORY", 64)
+    lines = _cli_logs._Read(iter([b"a\r\n", b"b\rc\n", *(b"%d\n" % i for i in range(100)), b"last"]))
+    read = [next(lines) for _ in range(50)]
+    assert read[:2] == [b"a", b"b\rc"] and lines.count == 50
+    assert lines._kept._rolled  # type: ignore[attr-defined]
+    assert list(lines.again()) == [b"a", b"b\rc", *(b"%d" % i for i in range(100)), b"last"]
+    assert lines.count == 103
+    lines.close()
