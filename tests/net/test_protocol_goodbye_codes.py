@@ -209,7 +209,7 @@ async def test_a_resume_message_inside_a_session() -> None:
     hello = encode(ClientHello(extensions=(3, 6)))
     reason, code = await _goodbye(hello + _ext(0x8A, b"\x00"), resume=True)  # a resume inside a session
     assert "§16.2" in reason
-    assert code in _codes("a resume message that breaks"), (reason, code)
+    assert code in _codes("a resume message inside a session that breaks"), (reason, code)
 
 
 async def test_authentication_required_but_not_offered() -> None:
