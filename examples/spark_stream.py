@@ -11,6 +11,9 @@
    (``maxRecordsPerBatch``), computes, and writes with ``format("rstreams")``; restarting
    the query from its checkpoint would neither lose nor repeat a row. The log holds at
    most 2000 numbers at a time, so the 5000 go through as Spark commits batches.
+
+Needs ``pip install 'rstreams[spark]'`` and Java 17+; without Java it exits 2 with one line
+saying so, before Spark starts.
 """
 
 from __future__ import annotations
@@ -23,10 +26,15 @@ import time
 
 import rstreams
 from rstreams.replay import ReplayLog, ReplayServer
-from rstreams.spark import register
+from rstreams.spark import JavaMissingError, check_java, register
 
 
 def main() -> None:
+    try:
+        check_java()
+    except JavaMissingError as missing:
+        print(f"spark_stream.py: {missing}", file=sys.stderr)
+        sys.exit(2)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
