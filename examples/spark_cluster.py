@@ -30,8 +30,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pyspark
-
 from rstreams.replay import ReplayLog, ReplayServer, fetch_range
 from rstreams.spark import JavaMissingError, check_java, register
 from rstreams.spark._demo import run_demo
@@ -47,6 +45,8 @@ def free_port() -> int:
 
 
 def spark_class(*args: str, log: Path) -> subprocess.Popen[bytes]:
+    import pyspark  # (here: without it, importing rstreams.spark above already said what to install)
+
     home = Path(pyspark.__file__).parent
     env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
     with log.open("wb") as out:
