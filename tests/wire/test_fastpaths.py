@@ -370,6 +370,22 @@ def test_a_read_of_one_subscribe_is_held_to_max_string_length(name: str) -> None
         assert got == reference[: len(got)] == frame
 
 
+def test_a_subscribe_read_again_is_the_frame_read_last() -> None:
+    """A read that is the same subscribe as the last one read alone gives that frame again
+    (frames are immutable), and any other read its own frame or error, as the loop does."""
+    parser = make_parser()
+    echo = encode(Subscribe(publisher="echo?d=1", subscriber=1, initial_demand=1))
+    first = parser.feed(memoryview(bytearray(echo)))
+    assert first == [Subscribe(publisher="echo?d=1", subscriber=1, initial_demand=1)]
+    assert parser.feed(memoryview(bytearray(echo)))[0] is first[0]
+    other = encode(Subscribe(publisher="echo?d=1", subscriber=2, initial_demand=1))
+    assert parser.feed(other) == [Subscribe(publisher="echo?d=1", subscriber=2, initial_demand=1)]
+    assert parser.feed(echo) == first
+    bad = bytes([FrameType.SUBSCRIBE, 2, 0xFF, 0xFE, 1, 1])  # not UTF-8
+    assert parser.feed(bad) == [] and parser.error is not None
+    assert parser.feed(echo) == []  # nothing after an error, the last subscribe's bytes included
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from([FrameType.ON_NEXT, FrameType.REQUEST, FrameType.CANCEL]),

@@ -217,6 +217,7 @@ class FrameParser:
         "_batch",
         "_buf",
         "_known",
+        "_last_subscribe",
         "_lent",
         "_max_element",
         "_max_extensions",
@@ -268,6 +269,10 @@ class FrameParser:
         """The connection's last subscribeMetadata decoded whole (extension metadata, §18), set
         by the connection: one that it describes is given as ``(subscriber, Metadata)`` instead
         of a frame (:meth:`_subscribe_metadata`). None before that (a parser of its own)."""
+        self._last_subscribe: tuple[bytes, Frame] = (b"", _ACCEPTED[0])
+        """The last read that was one short subscribe, and its frame: a read of the same bytes
+        (a request repeated: the same name, id and demand) is that frame again, not decoded
+        anew (frames are immutable). At most ~130 bytes held (one-byte lengths only)."""
         self.element_sizes: dict[int, int] = {}
         """Our subscriber id -> fixed element size, for subscriptions with ``element_size != 0``."""
         self.error: RemoteProtocolError | None = None
@@ -364,19 +369,22 @@ class FrameParser:
                     if n > 5 and n == chunk[5] + 8 and self._answer(chunk, 0, n, frames):
                         return frames
                 # One subscribe with a short name and one-byte fields is the whole read (each request
-                # of a request/response, at the server): its decoder, without the loop around it
-                elif (
-                    kind == _SUBSCRIBE
-                    and n == chunk[1] + 4
-                    and chunk[1] < 0x80
-                    and chunk[n - 2] < 0x80
-                    and chunk[n - 1] < 0x80
-                ):
-                    try:
-                        frames.append(self._subscribe(chunk, 1, n)[0])
-                    except RemoteProtocolError as exc:  # a name above max_string_length, or not UTF-8
-                        self.error = exc
-                    return frames
+                # of a request/response, at the server): the last one's frame if it is that one again,
+                # else its decoder, without the loop around it
+                elif kind == _SUBSCRIBE:
+                    last = self._last_subscribe
+                    if chunk == last[0]:
+                        frames.append(last[1])
+                        return frames
+                    if n == chunk[1] + 4 and chunk[1] < 0x80 and chunk[n - 2] < 0x80 and chunk[n - 1] < 0x80:
+                        try:
+                            subscribe = self._subscribe(chunk, 1, n)[0]
+                        except RemoteProtocolError as exc:  # a name above max_string_length, or not UTF-8
+                            self.error = exc
+                        else:
+                            self._last_subscribe = (chunk, subscribe)
+                            frames.append(subscribe)
+                        return frames
         pos = self._parse(chunk, frames)
         if self._buf:  # parsed (as a copy, chunk): start a new one
             self._buf = bytearray()
