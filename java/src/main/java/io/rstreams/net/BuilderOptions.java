@@ -26,7 +26,12 @@ final class BuilderOptions {
     private SSLContext tls;
     private boolean resume;
     private boolean errorCodes = true;
-    /** §16.7's stall_timeout, as ResumeFrames.STALL_TIMEOUT_MILLIS. */
+    /**
+     * How long a session's transport may go without a byte read before it is taken for dead, a
+     * link that vanished without a reset (§16.7's stall_timeout): the client replaces it, the
+     * server drops it and waits for the resume. Keepalive pings (15 s) keep a live link heard.
+     * The one place its default, 45 s, is written.
+     */
     private Duration stallTimeout = Duration.ofSeconds(45);
 
     void resume(boolean on) {
@@ -84,6 +89,15 @@ final class BuilderOptions {
 
     Duration stallTimeout() {
         return stallTimeout;
+    }
+
+    /**
+     * The resume options of an endpoint, when {@link #resume()} is on: this side's replay buffer
+     * (4 MiB, §16.7) and stall timeout, with a server's {@code sessionTimeout} and {@code sessions}
+     * or a client's {@code reconnector}.
+     */
+    Endpoint.ResumeOptions resumeOptions(Duration sessionTimeout, Endpoint.Sessions sessions, Endpoint.Reconnector reconnector) {
+        return new Endpoint.ResumeOptions(4L << 20, sessionTimeout, sessions, reconnector, stallTimeout);
     }
 
     void threads(int threads) {

@@ -97,12 +97,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      * Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports;
      * {@code stallTimeout} null: a silent transport is never taken for dead (§16.7).
      */
-    record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector, Duration stallTimeout) {
-        /** With the default stall timeout, 45 s. */
-        ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector) {
-            this(bufferBytes, sessionTimeout, sessions, reconnector, Duration.ofMillis(ResumeFrames.STALL_TIMEOUT_MILLIS));
-        }
-    }
+    record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector, Duration stallTimeout) {}
 
     /** The server's table of resumable sessions, by token. */
     interface Sessions {

@@ -16,13 +16,6 @@ final class ResumeFrames {
     static final long MAX_BACKOFF_MILLIS = 2000;
     /** How long a new transport may take to answer a resume (§16.7). */
     static final long ATTEMPT_TIMEOUT_MILLIS = 5000;
-    /**
-     * How long a session's transport may go without a byte read before it is taken for dead, by
-     * default, a link that vanished without a reset (§16.7's stall_timeout): the client replaces
-     * it, the server drops it and waits for the resume. Keepalive pings (15 s) keep a live link
-     * heard. The builders' {@code stallTimeout} changes it or turns it off.
-     */
-    static final long STALL_TIMEOUT_MILLIS = 45_000;
     /** Largest payload of resume / resumed / resumeRefused (§16.7). */
     static final int MAX_PAYLOAD = 256;
 

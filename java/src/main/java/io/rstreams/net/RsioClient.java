@@ -49,8 +49,8 @@ public final class RsioClient implements AutoCloseable {
     private final EventLoopGroup group;
     private final Endpoint.Options options;
     private final SSLContext tls;
-    private final boolean resume;
-    private final Duration stallTimeout;
+    /** The options of extension resume (its reconnector aside), or null without it. */
+    private final BuilderOptions resume;
     /** Every connection not yet over, with the I/O thread it lives on: close() says goodbye to each. */
     private final Map<Endpoint, EventLoop> endpoints = new ConcurrentHashMap<>();
     private final AtomicBoolean closing = new AtomicBoolean();
@@ -61,8 +61,7 @@ public final class RsioClient implements AutoCloseable {
         this.group = new MultiThreadIoEventLoopGroup(b.options.threads(), new DefaultThreadFactory("rstreams-client", true),
                 Transport.ioHandler());
         this.options = b.options.endpoint(b.idleTimeout, b.credentials, null, null, null);
-        this.resume = b.options.resume();
-        this.stallTimeout = b.options.stallTimeout();
+        this.resume = b.options.resume() ? b.options : null;
         try {
             this.tls = b.options.tls() != null ? b.options.tls() : SSLContext.getDefault();
         } catch (java.security.NoSuchAlgorithmException e) {
@@ -87,7 +86,7 @@ public final class RsioClient implements AutoCloseable {
         RsioUrl u = RsioUrl.parse(url);
         SslContext ssl = u.secure() ? Pipelines.sslContext(tls, true) : null;
         Endpoint.Options opts = options;
-        if (resume) {
+        if (resume != null) {
             Endpoint.Reconnector again = (session, attempt) -> {
                 // an attempt's opening is bounded even without a handshake timeout: the next attempt follows
                 Duration opening = options.handshakeTimeout() != null ? options.handshakeTimeout() : Duration.ofSeconds(10);
@@ -100,7 +99,7 @@ public final class RsioClient implements AutoCloseable {
                 });
             };
             opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(), options.unreadTimeout(),
-                    options.credentials(), null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again, stallTimeout), options.handshakeTimeout(),
+                    options.credentials(), null, null, resume.resumeOptions(null, null, again), options.handshakeTimeout(),
                     options.errorCodes(), options.messages());
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);

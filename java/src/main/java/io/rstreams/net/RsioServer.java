@@ -80,7 +80,7 @@ public final class RsioServer implements AutoCloseable {
             }
         };
         Endpoint.Options options = b.options.endpoint(b.idleTimeout, null, b.authenticator, b.authorizer,
-                b.options.resume() ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null, b.options.stallTimeout()) : null);
+                b.options.resume() ? b.options.resumeOptions(b.sessionTimeout, table, null) : null);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), Transport.ioHandler());
         workers = new MultiThreadIoEventLoopGroup(b.options.resume() ? 1 : b.options.threads(), new DefaultThreadFactory("rstreams-server", true),
                 Transport.ioHandler());

@@ -39,6 +39,15 @@ import org.testng.annotations.Test;
 public class ResumeTest {
     private static final int TOTAL = 100_000;
     private static final int FLOWING = 15_000;
+    /** The builders' stall timeout (45 s, as rstreams' stall_timeout), in milliseconds. */
+    private static final long STALL_DEFAULT = new BuilderOptions().stallTimeout().toMillis();
+
+    /** A client's resume options with the builders' defaults but the stall timeout {@code stall} (null: off). */
+    private static Endpoint.ResumeOptions stalling(Duration stall, Endpoint.Reconnector reconnector) {
+        BuilderOptions options = new BuilderOptions();
+        options.stallTimeout(stall);
+        return options.resumeOptions(null, null, reconnector);
+    }
 
     private static void cutAndCarryOn(String host, int port, int cuts) throws Exception {
         cutAndCarryOn("tcp", host, port, "", cuts);
@@ -309,7 +318,7 @@ public class ResumeTest {
             session.attemptFailed(); // as a connect that is refused
         };
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
-                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, refused), null, true));
+                null, null, null, new BuilderOptions().resumeOptions(null, null, refused), null, true));
         EmbeddedChannel channel = new EmbeddedChannel(endpoint);
         channel.freezeTime();
         byte[] token = new byte[16];
@@ -370,13 +379,13 @@ public class ResumeTest {
         // again. The client closes it and reconnects; the server closes it and waits for the resume.
         List<Integer> attempts = new ArrayList<>();
         Endpoint client = new Endpoint(Connection.Side.CLIENT, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
-                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, (session, attempt) -> attempts.add(attempt)),
+                null, null, null, new BuilderOptions().resumeOptions(null, null, (session, attempt) -> attempts.add(attempt)),
                 null, true));
         EmbeddedChannel channel = resuming(client, new Frame.Hello(true, 0, List.of(3L)),
                 new Frame.Extension(FrameType.RESUME_TOKEN, new byte[16]));
         advance(channel, 30_000);
         channel.writeInbound(Unpooled.wrappedBuffer(FrameWriter.encode(new Frame.Extension(FrameType.RESUME_ACK, ResumeFrames.varint(0)), 0)));
-        advance(channel, ResumeFrames.STALL_TIMEOUT_MILLIS - 1); // 45 s since the hello, not since the last read
+        advance(channel, STALL_DEFAULT - 1); // 45 s since the hello, not since the last read
         assertTrue(channel.isOpen(), "closed before the stall timeout counted from the last read");
         advance(channel, 1);
         assertTrue(!channel.isOpen(), "a transport silent for the stall timeout stayed open");
@@ -396,9 +405,9 @@ public class ResumeTest {
             }
         };
         Endpoint server = new Endpoint(Connection.Side.SERVER, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
-                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), table, null), null, true));
+                null, null, null, new BuilderOptions().resumeOptions(Duration.ofSeconds(30), table, null), null, true));
         EmbeddedChannel accepted = resuming(server, new Frame.Hello(false, 0, List.of(3L)));
-        advance(accepted, ResumeFrames.STALL_TIMEOUT_MILLIS - 1);
+        advance(accepted, STALL_DEFAULT - 1);
         assertTrue(accepted.isOpen(), "closed before the stall timeout");
         advance(accepted, 1);
         assertTrue(!accepted.isOpen(), "a transport silent for the stall timeout stayed open");
@@ -414,8 +423,7 @@ public class ResumeTest {
         // replaced; null: never, however long the silence; zero or negative: refused by name.
         List<Integer> attempts = new ArrayList<>();
         Endpoint client = new Endpoint(Connection.Side.CLIENT, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
-                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, (session, attempt) -> attempts.add(attempt),
-                        Duration.ofSeconds(2)), null, true));
+                null, null, null, stalling(Duration.ofSeconds(2), (session, attempt) -> attempts.add(attempt)), null, true));
         EmbeddedChannel channel = resuming(client, new Frame.Hello(true, 0, List.of(3L)),
                 new Frame.Extension(FrameType.RESUME_TOKEN, new byte[16]));
         advance(channel, 1_999);
@@ -427,8 +435,7 @@ public class ResumeTest {
         channel.finishAndReleaseAll();
 
         Endpoint off = new Endpoint(Connection.Side.CLIENT, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
-                null, null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, (session, attempt) -> attempts.add(attempt),
-                        null), null, true));
+                null, null, null, stalling(null, (session, attempt) -> attempts.add(attempt)), null, true));
         EmbeddedChannel silent = resuming(off, new Frame.Hello(true, 0, List.of(3L)),
                 new Frame.Extension(FrameType.RESUME_TOKEN, new byte[16]));
         advance(silent, TimeUnit.HOURS.toMillis(1));
