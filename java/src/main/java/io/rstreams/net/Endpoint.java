@@ -1355,16 +1355,15 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     void attach(ChannelHandlerContext newCtx, long position, boolean sendResumed, ByteBuf rest) {
         List<java.nio.ByteBuffer> again = ended ? null : replay.from(position);
         if (again == null) {
+            String reason = "position " + Long.toUnsignedString(position) + " is outside the replay buffer (" + replay.ackedPosition()
+                    + ".." + replay.sentPosition() + "): the two sides disagree on what was received (PROTOCOL.md §16.3)";
             if (sendResumed) {
-                newCtx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused("position " + Long.toUnsignedString(position)
-                        + " is outside the replay buffer (" + replay.ackedPosition() + ".." + replay.sentPosition()
-                        + "): the two sides disagree on what was received (PROTOCOL.md §16.3)")))
-                        .addListener(ChannelFutureListener.CLOSE);
+                newCtx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused(reason))).addListener(ChannelFutureListener.CLOSE);
             } else {
                 newCtx.close();
             }
             rest.release();
-            sessionFailed("the resume position " + Long.toUnsignedString(position) + " is outside the replay buffer (PROTOCOL.md §16.6)");
+            sessionFailed("the session could not be resumed: " + reason); // rstreams' words, either side (§16.6)
             return;
         }
         ChannelHandlerContext old = this.ctx;

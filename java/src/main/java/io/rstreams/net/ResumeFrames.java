@@ -148,6 +148,82 @@ final class ResumeFrames {
     }
 
     /**
+     * Where the version-0 serverHello at the start of {@code in} ends (an index of {@code in}), or
+     * -1 if it is not all here yet: a resumed transport starts with one (§16.3). Anything else is
+     * refused in rstreams' words.
+     */
+    static int helloEnd(ByteBuf in) throws ProtocolException {
+        int start = in.readerIndex();
+        int n = in.readableBytes();
+        if (n < 1) {
+            return -1;
+        }
+        int type = in.getByte(start) & 0xFF;
+        if (type != FrameType.SERVER_HELLO) {
+            throw new ProtocolException(String.format("expected a hello of type 0x%02x, got type 0x%02x (PROTOCOL.md §16.3)",
+                    FrameType.SERVER_HELLO, type));
+        }
+        if (n < 2) {
+            return -1;
+        }
+        int version = in.getByte(start + 1) & 0xFF;
+        if (version != 0) {
+            throw new ProtocolException("a hello with version " + version + " on a version-0 session (PROTOCOL.md §16.3)");
+        }
+        byte[] b = new byte[n];
+        in.getBytes(start, b);
+        int[] at = {2};
+        long count = helloVarint(b, at);
+        if (at[0] < 0) {
+            return -1;
+        }
+        if (Long.compareUnsigned(count, MAX_PAYLOAD) > 0) {
+            throw new ProtocolException("serverHello lists " + Long.toUnsignedString(count) + " extensions (PROTOCOL.md §16.3)");
+        }
+        for (long i = 0; i < count; i++) {
+            helloVarint(b, at);
+            if (at[0] < 0) {
+                return -1;
+            }
+        }
+        return start + at[0];
+    }
+
+    private static long helloVarint(byte[] b, int[] at) throws ProtocolException {
+        try {
+            return varint(b, at, b.length);
+        } catch (ProtocolException e) {
+            throw malformed("serverHello: " + e.getMessage());
+        }
+    }
+
+    /**
+     * The reason of the goodbye at the start of {@code in}, or null if it is not all here yet;
+     * only shown, so at most {@link #MAX_PAYLOAD} bytes of it are awaited, and bytes that are not
+     * UTF-8 are replaced (as rstreams reads a goodbye in place of the answer to resume).
+     */
+    static String goodbyeReason(ByteBuf in) throws ProtocolException {
+        int n = in.readableBytes();
+        byte[] b = new byte[Math.min(n, 1 + Varint.MAX_BYTES + MAX_PAYLOAD)];
+        in.getBytes(in.readerIndex(), b);
+        int[] at = {1};
+        long size;
+        try {
+            size = varint(b, at, b.length);
+        } catch (ProtocolException e) {
+            throw malformed("goodbye: " + e.getMessage());
+        }
+        if (at[0] < 0) {
+            return null;
+        }
+        int take = Long.compareUnsigned(size, MAX_PAYLOAD) > 0 ? MAX_PAYLOAD : (int) size;
+        if (b.length < at[0] + take) {
+            return null;
+        }
+        return new String(b, at[0], take, StandardCharsets.UTF_8);
+    }
+
+    /**
      * Splits a resume payload into its token and position (§16.2), refused in rstreams' words; a
      * position above 2**63 - 1 is returned as a negative long (outside every replay buffer).
      */

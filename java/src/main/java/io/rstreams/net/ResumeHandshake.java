@@ -52,29 +52,38 @@ final class ResumeHandshake extends ChannelInboundHandlerAdapter {
         pending = pending == null ? in : Unpooled.wrappedBuffer(pending, in);
         try {
             if (!helloSeen) {
-                if (!skipHello(pending)) {
+                int end = ResumeFrames.helloEnd(pending);
+                if (end < 0) {
                     return;
                 }
+                pending.readerIndex(end);
                 helloSeen = true;
+            }
+            if (pending.isReadable() && pending.getByte(pending.readerIndex()) == FrameType.GOODBYE) {
+                // a goodbye instead of the answer (a server at its connection limit, say): a refusal, as rstreams reads it
+                String reason = ResumeFrames.goodbyeReason(pending);
+                if (reason != null) {
+                    refused(ctx, "the server refused to resume the session: " + reason);
+                }
+                return;
             }
             byte[][] message = ResumeFrames.take(pending);
             if (message == null) {
                 return;
             }
             int type = message[0][0] & 0xFF;
-            ByteBuf rest = pending;
-            pending = null;
-            timeout.cancel(false);
             if (type == FrameType.RESUMED) {
                 long position = ResumeFrames.position(message[1], "resumed");
+                ByteBuf rest = pending;
+                pending = null;
+                timeout.cancel(false);
                 ctx.pipeline().remove(this);
                 session.attach(ctx.pipeline().context(session), position, false, rest);
             } else {
-                rest.release();
-                ctx.close();
-                session.sessionFailed(type == FrameType.RESUME_REFUSED
+                // rstreams' words (§16.6)
+                refused(ctx, type == FrameType.RESUME_REFUSED
                         ? "the server refused to resume the session: " + new String(message[1], StandardCharsets.UTF_8)
-                        : String.format("expected resumed or resumeRefused, got message type 0x%02x (PROTOCOL.md §16.3)", type));
+                        : String.format("expected resumed or resumeRefused, got type 0x%02x (PROTOCOL.md §16.3)", type));
             }
         } catch (ProtocolException e) {
             if (pending != null) {
@@ -86,44 +95,13 @@ final class ResumeHandshake extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Moves past the server's hello if it is all here (version 0, §4.1); false if more bytes are needed. */
-    private static boolean skipHello(ByteBuf in) throws ProtocolException {
-        int start = in.readerIndex();
-        int n = in.readableBytes();
-        if (n < 3) {
-            return false;
-        }
-        if (in.getByte(start) != FrameType.SERVER_HELLO || in.getByte(start + 1) != 0) {
-            throw new ProtocolException("a resumed transport must start with a version-0 serverHello (PROTOCOL.md §16.3)");
-        }
-        byte[] rest = new byte[n - 2];
-        in.getBytes(start + 2, rest);
-        int at = 0;
-        long count = 0;
-        int shift = 0;
-        while (true) {
-            if (at >= rest.length) {
-                return false;
-            }
-            int x = rest[at++] & 0xFF;
-            count |= (long) (x & 0x7F) << shift;
-            shift += 7;
-            if (x < 0x80) {
-                break;
-            }
-            if (shift > 63) {
-                throw new ProtocolException("an over-long varint in the serverHello (PROTOCOL.md §2.1)");
-            }
-        }
-        for (long i = 0; i < count; i++) {
-            do {
-                if (at >= rest.length) {
-                    return false;
-                }
-            } while ((rest[at++] & 0x80) != 0);
-        }
-        in.readerIndex(start + 2 + at);
-        return true;
+    /** The session fails with {@code reason}, and this transport is closed without a word. */
+    private void refused(ChannelHandlerContext ctx, String reason) {
+        pending.release();
+        pending = null;
+        timeout.cancel(false);
+        ctx.close();
+        session.sessionFailed(reason);
     }
 
     @Override
