@@ -33,6 +33,13 @@ final class BuilderOptions {
      * The one place its default, 45 s, is written.
      */
     private Duration stallTimeout = Duration.ofSeconds(45);
+    /**
+     * The most unacknowledged bytes of this side's stream kept for a replay (§16.4, §16.7's
+     * buffer_bytes): production stops there, and what arrives is acknowledged after a quarter of it.
+     */
+    private long bufferBytes = 4L << 20;
+    /** How long after something arrived it is acknowledged, if no acknowledgement went out before (§16.4, rstreams' ack_delay). */
+    private Duration ackDelay = Duration.ofMillis(20);
 
     void resume(boolean on) {
         this.resume = on;
@@ -91,13 +98,27 @@ final class BuilderOptions {
         return stallTimeout;
     }
 
+    void bufferBytes(long bytes) {
+        if (bytes < 4096) {
+            throw new IllegalArgumentException("bufferBytes must be >= 4096, got " + bytes); // rstreams' least buffer_bytes
+        }
+        this.bufferBytes = bytes;
+    }
+
+    void ackDelay(Duration delay) {
+        if (delay == null || delay.isNegative()) {
+            throw new IllegalArgumentException("ackDelay must be >= 0 (zero: at once), got " + delay);
+        }
+        this.ackDelay = delay;
+    }
+
     /**
-     * The resume options of an endpoint, when {@link #resume()} is on: this side's replay buffer
-     * (4 MiB, §16.7) and stall timeout, with a server's {@code sessionTimeout} and {@code sessions}
-     * or a client's {@code reconnector}.
+     * The resume options of an endpoint, when {@link #resume()} is on: this side's replay buffer,
+     * stall timeout and acknowledgement delay, with a server's {@code sessionTimeout} and
+     * {@code sessions} or a client's {@code reconnector}.
      */
     Endpoint.ResumeOptions resumeOptions(Duration sessionTimeout, Endpoint.Sessions sessions, Endpoint.Reconnector reconnector) {
-        return new Endpoint.ResumeOptions(4L << 20, sessionTimeout, sessions, reconnector, stallTimeout);
+        return new Endpoint.ResumeOptions(bufferBytes, sessionTimeout, sessions, reconnector, stallTimeout, ackDelay);
     }
 
     void threads(int threads) {

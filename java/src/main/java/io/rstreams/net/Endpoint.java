@@ -95,9 +95,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     /**
      * Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports;
-     * {@code stallTimeout} null: a silent transport is never taken for dead (§16.7).
+     * {@code stallTimeout} null: a silent transport is never taken for dead (§16.7); {@code ackDelay}:
+     * how long after something arrived it is acknowledged, unless a quarter of {@code bufferBytes}
+     * arrived first (§16.4). {@link BuilderOptions#resumeOptions} has the defaults.
      */
-    record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector, Duration stallTimeout) {}
+    record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector, Duration stallTimeout,
+            Duration ackDelay) {}
 
     /** The server's table of resumable sessions, by token. */
     interface Sessions {
@@ -1218,7 +1221,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Acknowledges what arrived: at once after a quarter of the buffer, else shortly after (§16.4). */
+    /** Acknowledges what arrived: at once after a quarter of the buffer, else after the ack delay (§16.4). */
     private void maybeAcknowledge() {
         if (!resumeActive || replay == null || conn.state() != Connection.State.OPEN) {
             return;
@@ -1228,7 +1231,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             acknowledge();
         } else if (pending > 0 && !ackQueued) {
             ackQueued = true;
-            loop().schedule(this::acknowledge, 20, TimeUnit.MILLISECONDS);
+            loop().schedule(this::acknowledge, options.resume().ackDelay().toNanos(), TimeUnit.NANOSECONDS);
         }
     }
 

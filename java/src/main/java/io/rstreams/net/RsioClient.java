@@ -246,7 +246,8 @@ public final class RsioClient implements AutoCloseable {
         /**
          * Offers extension resume (PROTOCOL.md §16): when the server agrees, a broken transport is
          * replaced (up to 8 attempts, backoff from 50 ms to 2 s) and streams only see a pause;
-         * 4 MiB of unacknowledged output are kept for the replay, and production pauses there.
+         * unacknowledged output is kept for the replay up to {@link #bufferBytes} (4 MiB), and
+         * production pauses there.
          */
         public Builder resume(boolean on) {
             options.resume(on);
@@ -263,6 +264,32 @@ public final class RsioClient implements AutoCloseable {
          */
         public Builder stallTimeout(Duration timeout) {
             options.stallTimeout(timeout);
+            return this;
+        }
+
+        /**
+         * With {@link #resume resume(true)}: the most bytes of this side's stream kept for a replay,
+         * sent and not yet acknowledged by the server (PROTOCOL.md §16.4, §16.7's buffer_bytes):
+         * production stops there until acknowledgements bring it under half, and this side
+         * acknowledges what it receives once a quarter of this much has arrived. Default 4 MiB, as rstreams'.
+         *
+         * @throws IllegalArgumentException naming {@code bufferBytes} if it is below 4096 (as rstreams' minimum)
+         */
+        public Builder bufferBytes(long bytes) {
+            options.bufferBytes(bytes);
+            return this;
+        }
+
+        /**
+         * With {@link #resume resume(true)}: how long after something arrived from the server it is
+         * acknowledged, if no acknowledgement went out meanwhile (PROTOCOL.md §16.4, rstreams'
+         * ack_delay); a quarter of {@link #bufferBytes} arriving is acknowledged at once. Default 20 ms,
+         * as rstreams'; zero: at the next turn of the I/O thread.
+         *
+         * @throws IllegalArgumentException naming {@code ackDelay} if it is null or negative
+         */
+        public Builder ackDelay(Duration delay) {
+            options.ackDelay(delay);
             return this;
         }
 

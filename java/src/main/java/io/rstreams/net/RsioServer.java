@@ -337,6 +337,33 @@ public final class RsioServer implements AutoCloseable {
         }
 
         /**
+         * With {@link #resume resume(true)}: the most bytes of each session's stream kept for a
+         * replay, sent and not yet acknowledged by its client (PROTOCOL.md §16.4, §16.7's
+         * buffer_bytes): the session's publishers pause there until acknowledgements bring it under
+         * half, and the server acknowledges what it receives once a quarter of this much has
+         * arrived. Default 4 MiB per session, as rstreams'.
+         *
+         * @throws IllegalArgumentException naming {@code bufferBytes} if it is below 4096 (as rstreams' minimum)
+         */
+        public Builder bufferBytes(long bytes) {
+            options.bufferBytes(bytes);
+            return this;
+        }
+
+        /**
+         * With {@link #resume resume(true)}: how long after something arrived from a client it is
+         * acknowledged, if no acknowledgement went out meanwhile (PROTOCOL.md §16.4, rstreams'
+         * ack_delay); a quarter of {@link #bufferBytes} arriving is acknowledged at once. Default 20 ms,
+         * as rstreams'; zero: at the next turn of the I/O thread.
+         *
+         * @throws IllegalArgumentException naming {@code ackDelay} if it is null or negative
+         */
+        public Builder ackDelay(Duration delay) {
+            options.ackDelay(delay);
+            return this;
+        }
+
+        /**
          * Offers extension error-codes (PROTOCOL.md §19), as every connection does by default: to a
          * client that offers it too, a code of §19.2 travels beside the text of each onError and
          * goodbye. {@code false} withholds it (as rstreams'
