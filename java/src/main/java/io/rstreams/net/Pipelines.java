@@ -96,6 +96,9 @@ final class Pipelines {
                     .allowExtensions(false)
                     .closeOnProtocolViolation(false) // WebSocketBridge.Violations sends the close
                     .handleCloseFrames(true)
+                    // every text message reaches WebSocketBridge, which closes with 1003 (§1); Netty's
+                    // check of its UTF-8 closed one that is not UTF-8 with 1000 "Bye", saying nothing
+                    .withUTF8Validator(false)
                     .build()));
             p.addLast(new WebSocketBridge());
         }
@@ -157,6 +160,7 @@ final class Pipelines {
                     .maxFramePayloadLength(MAX_WS_MESSAGE)
                     .allowExtensions(false)
                     .handleCloseFrames(true)
+                    .withUTF8Validator(false) // every text message reaches WebSocketBridge: 1003 (§1), as a server's
                     // instead of Netty's default 10 s; it must be > 0: no limit is a year
                     .handshakeTimeoutMillis(opening == null ? java.time.Duration.ofDays(365).toMillis() : opening.toMillis())
                     .build()));

@@ -131,8 +131,12 @@ public class WebSocketClientTest {
         }
     }
 
-    @Test(timeOut = 60_000)
-    public void aMaskedFrameFromTheServerIsClosedWith1002SayingWhy() throws Exception {
+    /**
+     * The status and reason of the close the client answers {@code sent} with (a server's frame,
+     * after its hello), without a goodbye before it; the server's answering close then ends the
+     * connection.
+     */
+    private static String clientsClose(byte[] sent) throws Exception {
         try (ServerSocket listener = RawSockets.listen();
              RsioClient client = RsioClient.builder().keepalive(null).build()) {
             CompletableFuture<RsioConnection> connecting = client.connect("ws://127.0.0.1:" + listener.getLocalPort() + "/rsio");
@@ -140,8 +144,9 @@ public class WebSocketClientTest {
                 OutputStream out = server.getOutputStream();
                 out.write(frame(2, SERVER_HELLO));
                 RsioConnection conn = connecting.get(20, TimeUnit.SECONDS);
-                out.write(new byte[] {(byte) 0x82, (byte) 0x81, 1, 2, 3, 4, 5}); // a server's frame must not be masked
+                out.write(sent);
                 DataInputStream in = new DataInputStream(server.getInputStream());
+                FrameParser parser = new FrameParser(Limits.DEFAULT);
                 while (true) { // the client's frames (masked) up to its close
                     int opcode = in.readUnsignedByte() & 0x0F;
                     int n = in.readUnsignedByte() & 0x7F;
@@ -153,17 +158,34 @@ public class WebSocketClientTest {
                     for (int i = 0; i < n; i++) {
                         payload[i] ^= mask[i % 4];
                     }
+                    if (opcode == 2) {
+                        parser.feed(payload, 0, n);
+                        for (Frame f : parser.parseAll()) {
+                            assertTrue(!(f instanceof Frame.Goodbye), "a goodbye before the close: " + f);
+                        }
+                    }
                     if (opcode == 8) {
-                        assertEquals(((payload[0] & 0xFF) << 8) | (payload[1] & 0xFF), 1002);
-                        assertEquals(new String(payload, 2, n - 2, StandardCharsets.UTF_8), "incorrect masking (PROTOCOL.md §1)");
-                        break;
+                        out.write(frame(8, new byte[] {0x03, (byte) 0xEA})); // the server answers the close: the client ends the TCP connection
+                        assertEquals(in.read(), -1);
+                        conn.onClose().get(20, TimeUnit.SECONDS);
+                        return (((payload[0] & 0xFF) << 8) | (payload[1] & 0xFF)) + " " + new String(payload, 2, n - 2, StandardCharsets.UTF_8);
                     }
                 }
-                out.write(frame(8, new byte[] {0x03, (byte) 0xEA})); // the server answers the close: the client ends the TCP connection
-                assertEquals(in.read(), -1);
-                conn.onClose().get(20, TimeUnit.SECONDS);
             }
         }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aMaskedFrameFromTheServerIsClosedWith1002SayingWhy() throws Exception {
+        // a server's frame must not be masked
+        assertEquals(clientsClose(new byte[] {(byte) 0x82, (byte) 0x81, 1, 2, 3, 4, 5}), "1002 incorrect masking (PROTOCOL.md §1)");
+    }
+
+    @Test(timeOut = 60_000)
+    public void aTextMessageFromTheServerIsClosedWith1003UTF8OrNot() throws Exception {
+        // §1: RS.io is binary; a text message that is not UTF-8 is refused the same way
+        assertEquals(clientsClose(frame(1, "text".getBytes(StandardCharsets.UTF_8))), "1003 RS.io uses binary messages");
+        assertEquals(clientsClose(frame(1, new byte[] {'t', (byte) 0xFF, 'x'})), "1003 RS.io uses binary messages");
     }
 
     /** The error the client's stream ends with when its server's input ends after an element, over TCP or WebSocket. */

@@ -166,6 +166,15 @@ public class WebSocketLimitsTest {
     public void aTextMessageIsClosedWith1003WithoutAGoodbye() throws Exception {
         Closed closed = send(frame(1, true, "text".getBytes(StandardCharsets.UTF_8)));
         assertEquals(closed.status(), 1003, closed.toString());
+        assertEquals(closed.reason(), "RS.io uses binary messages");
+        assertTrue(!anyGoodbye(closed.frames()), closed.frames().toString());
+    }
+
+    @Test(timeOut = 60_000)
+    public void aTextMessageThatIsNotUtf8IsClosedAsAnyTextMessage() throws Exception {
+        Closed closed = send(frame(1, true, new byte[] {'t', (byte) 0xFF, 'x'}));
+        assertEquals(closed.status(), 1003, closed.toString());
+        assertEquals(closed.reason(), "RS.io uses binary messages");
         assertTrue(!anyGoodbye(closed.frames()), closed.frames().toString());
     }
 
