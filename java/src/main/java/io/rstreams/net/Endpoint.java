@@ -162,7 +162,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private Replay replay;
     private boolean resumeActive;
     private boolean linkUp;
-    private int attempts;
+    /** A client's attempts to resume since the transport broke, the one under way included (read by tests). */
+    private volatile int attempts;
     private boolean ackQueued;
     private ScheduledFuture<?> expiry;
     /** The loop's clock when the current transport was last read from, and the stall timer it arms (§16.7). */
@@ -232,6 +233,11 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     long bytesRead() {
         return bytesRead;
+    }
+
+    /** A client's attempts to resume since its transport last broke (§16.3), the one scheduled next included; 0 once one is attached. */
+    int attempts() {
+        return attempts;
     }
 
     int readPauses() {

@@ -29,7 +29,7 @@ import org.testng.annotations.Test;
  */
 public class ResumePositionTest {
     /** The frames read from {@code socket} until one matches each of {@code wanted}, and how many bytes they took. */
-    private record Read(List<Frame> frames, long bytes) {
+    record Read(List<Frame> frames, long bytes) {
         byte[] token() {
             return frames.stream().filter(f -> f instanceof Frame.Extension x && x.type() == FrameType.RESUME_TOKEN)
                     .map(f -> ((Frame.Extension) f).payload()).findFirst().orElseThrow();
@@ -37,7 +37,7 @@ public class ResumePositionTest {
     }
 
     @SafeVarargs
-    private static Read readUntil(Socket socket, Predicate<Frame>... wanted) throws Exception {
+    static Read readUntil(Socket socket, Predicate<Frame>... wanted) throws Exception {
         InputStream in = socket.getInputStream();
         FrameParser parser = new FrameParser(Limits.DEFAULT);
         List<Frame> frames = new ArrayList<>();
@@ -53,7 +53,7 @@ public class ResumePositionTest {
         return new Read(frames, bytes);
     }
 
-    private static Predicate<Frame> extension(int type) {
+    static Predicate<Frame> extension(int type) {
         return f -> f instanceof Frame.Extension x && x.type() == type;
     }
 
@@ -187,7 +187,7 @@ public class ResumePositionTest {
         assertEquals(failed.getMessage(), "a hello with version 1 on a version-0 session (PROTOCOL.md §16.3)");
     }
 
-    private static byte[] concat(byte[] a, byte[] b) {
+    static byte[] concat(byte[] a, byte[] b) {
         byte[] out = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;

@@ -22,6 +22,7 @@ import io.rstreams.wire.Limits;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
+import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -352,6 +353,49 @@ public class ResumeTest {
         assertTrue(error.getMessage().contains("could not resume the session in 8 attempt(s)"), error.getMessage());
         assertTrue(endpoint.closedFuture().isDone());
         channel.finishAndReleaseAll();
+    }
+
+    @Test(timeOut = 30_000)
+    public void aRefusedReconnectIsFollowedByTheNextAttempt() throws Exception {
+        // The case above end to end, for one attempt: the client's real connect to a port that
+        // refuses at once (the server played by hand has stopped listening) counts as a failed
+        // attempt, and the next one, after its backoff, reaches the server listening again, whose
+        // refusal fails the stream.
+        byte[] token = new byte[16];
+        byte[] opening = ResumePositionTest.concat(FrameWriter.encode(new Frame.Hello(true, 0, List.of(FrameType.RESUME_EXTENSION)), 0),
+                FrameWriter.encode(new Frame.Extension(FrameType.RESUME_TOKEN, token), 0));
+        ServerSocket listener = RawSockets.listen();
+        int port = listener.getLocalPort();
+        try (RsioClient client = RsioClient.builder().resume(true).build()) {
+            RsioConnection conn = client.connect("tcp://127.0.0.1:" + port).get(10, TimeUnit.SECONDS);
+            TestSubscriber<byte[]> sub = new TestSubscriber<>();
+            conn.publisher("counter").subscribe(sub);
+            try (Socket first = RawSockets.accept(listener)) {
+                first.getOutputStream().write(opening);
+                ResumePositionTest.readUntil(first, f -> f instanceof Frame.Subscribe, ResumePositionTest.extension(FrameType.RESUME_ACK));
+                listener.close(); // the port refuses from now on
+            } // the transport breaks: the client reconnects after 50 ms, and is refused
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (conn.endpoint().attempts() < 2) { // the first attempt failed, the second is scheduled
+                assertTrue(System.nanoTime() < deadline, "no second attempt: " + conn.endpoint().attempts());
+                Thread.sleep(1);
+            }
+            try (ServerSocket again = new ServerSocket()) {
+                again.setReuseAddress(true);
+                again.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port), 1);
+                try (Socket second = RawSockets.accept(again)) {
+                    ResumePositionTest.readUntil(second, ResumePositionTest.extension(FrameType.RESUME));
+                    assertTrue(conn.endpoint().attempts() >= 2, "resumed at attempt " + conn.endpoint().attempts());
+                    second.getOutputStream().write(ResumePositionTest.concat(FrameWriter.encode(
+                            new Frame.Hello(true, 0, List.of(FrameType.RESUME_EXTENSION)), 0), ResumeFrames.refused("gone")));
+                    Throwable failed = sub.awaitTerminal();
+                    assertTrue(failed instanceof ConnectionClosedException, String.valueOf(failed));
+                    assertEquals(failed.getMessage(), "the server refused to resume the session: gone");
+                }
+            }
+        } finally {
+            listener.close();
+        }
     }
 
     /** A resuming endpoint on an EmbeddedChannel whose clock moves only when the test says so, its hello exchanged. */
