@@ -128,15 +128,16 @@ final class Pipelines {
     private static final String WS_DECODER = "ws-decoder";
 
     /**
-     * {@code opening}: how long the TLS handshake and the WebSocket opening handshake may each
-     * take (the client's handshakeTimeout, as rstreams' connect bounds its opening with
-     * handshake_timeout; null: no limit).
+     * {@code opening}: the one bound on the TCP connect, TLS handshake and WebSocket opening
+     * handshake together (the client's handshakeTimeout, as rstreams' connect bounds its opening
+     * with handshake_timeout), put right ahead of {@code last}; null: none here (a resume attempt's
+     * is its {@link ResumeHandshake}'s). The TLS and WebSocket handlers have no bounds of their own.
      */
-    static void client(ChannelPipeline p, RsioUrl url, SslContext ssl, java.time.Duration opening,
+    static void client(ChannelPipeline p, RsioUrl url, SslContext ssl, OpeningDeadline opening,
             io.netty.channel.ChannelHandler... last) {
         if (url.secure()) {
             SslHandler handler = ssl.newHandler(p.channel().alloc(), url.host(), url.port());
-            handler.setHandshakeTimeoutMillis(opening == null ? 0 : opening.toMillis()); // 0: none
+            handler.setHandshakeTimeoutMillis(0); // none: the opening's bound is OpeningDeadline's
             SSLEngine engine = handler.engine();
             SSLParameters params = engine.getSSLParameters();
             params.setEndpointIdentificationAlgorithm("HTTPS"); // the certificate must name the host
@@ -161,10 +162,13 @@ final class Pipelines {
                     .allowExtensions(false)
                     .handleCloseFrames(true)
                     .withUTF8Validator(false) // every text message reaches WebSocketBridge: 1003 (§1), as a server's
-                    // instead of Netty's default 10 s; it must be > 0: no limit is a year
-                    .handshakeTimeoutMillis(opening == null ? java.time.Duration.ofDays(365).toMillis() : opening.toMillis())
+                    // none (it must be > 0: a year), instead of Netty's 10 s: the opening's bound is OpeningDeadline's
+                    .handshakeTimeoutMillis(java.time.Duration.ofDays(365).toMillis())
                     .build()));
             p.addLast(new WebSocketBridge());
+        }
+        if (opening != null) {
+            p.addLast(opening); // channelActive reaches it once the TLS and WebSocket handshakes are done
         }
         p.addLast(last);
     }

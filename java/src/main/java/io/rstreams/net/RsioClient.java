@@ -88,9 +88,8 @@ public final class RsioClient implements AutoCloseable {
         Endpoint.Options opts = options;
         if (resume != null) {
             Endpoint.Reconnector again = (session, attempt) -> {
-                // an attempt's opening is bounded even without a handshake timeout: the next attempt follows
-                Duration opening = options.handshakeTimeout() != null ? options.handshakeTimeout() : Duration.ofSeconds(10);
-                ChannelFuture f = bootstrap(session.loop(), u, ssl, opening, new ResumeHandshake(session), session).connect(u.address());
+                // the attempt's opening is bounded by its attempt_timeout, ResumeHandshake's, as rstreams' (§16.7)
+                ChannelFuture f = bootstrap(session.loop(), u, ssl, null, new ResumeHandshake(session), session).connect(u.address());
                 channels.add(f.channel());
                 f.addListener(done -> {
                     if (!done.isSuccess()) {
@@ -104,19 +103,25 @@ public final class RsioClient implements AutoCloseable {
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
         CompletableFuture<RsioConnection> result = new CompletableFuture<>();
-        ChannelFuture f = bootstrap(group, u, ssl, options.handshakeTimeout(), endpoint).connect(u.address());
+        // tls://, ws://, wss://: the handshake timeout bounds the whole opening, TCP connect included, as rstreams'
+        OpeningDeadline opening = options.handshakeTimeout() != null && (u.secure() || u.websocket())
+                ? new OpeningDeadline(options.handshakeTimeout()) : null;
+        ChannelFuture f = bootstrap(group, u, ssl, opening, endpoint).connect(u.address());
         channels.add(f.channel());
         endpoints.put(endpoint, f.channel().eventLoop()); // resumed transports use the same thread (Endpoint.loop())
         endpoint.closedFuture().whenComplete((v, e) -> endpoints.remove(endpoint));
         f.addListener(done -> {
             if (!done.isSuccess()) {
                 endpoints.remove(endpoint); // never up: nothing to say goodbye on
-                result.completeExceptionally(new IOException("can't connect to " + url + ": " + done.cause().getMessage(), done.cause()));
+                result.completeExceptionally(opening != null && opening.expired() ? openingTimedOut(url, u, opening)
+                        : new IOException("can't connect to " + url + ": " + done.cause().getMessage(), done.cause()));
             }
         });
         endpoint.activeFuture().whenComplete((conn, error) -> {
             if (error == null) {
                 result.complete(conn);
+            } else if (opening != null && opening.expired()) {
+                result.completeExceptionally(openingTimedOut(url, u, opening));
             } else {
                 result.completeExceptionally(new IOException("can't connect to " + url + ": the "
                         + (u.secure() ? "TLS " : "") + (u.websocket() ? "WebSocket " : "") + "handshake failed", error));
@@ -125,12 +130,20 @@ public final class RsioClient implements AutoCloseable {
         return result;
     }
 
-    private static Bootstrap bootstrap(EventLoopGroup group, RsioUrl u, SslContext ssl, Duration opening,
+    /** The error of an opening that took the handshake timeout, naming its steps as rstreams' does. */
+    private static IOException openingTimedOut(String url, RsioUrl u, OpeningDeadline opening) {
+        String steps = "TCP connect" + (u.secure() ? ", TLS handshake" : "") + (u.websocket() ? ", HTTP upgrade" : "");
+        return new IOException("can't connect to " + url + ": it did not finish the opening (" + steps + ") within "
+                + opening.seconds() + " s (RsioClient.Builder.handshakeTimeout); it may not be an RS.io server");
+    }
+
+    private static Bootstrap bootstrap(EventLoopGroup group, RsioUrl u, SslContext ssl, OpeningDeadline opening,
             io.netty.channel.ChannelHandler... last) {
         Bootstrap b = new Bootstrap()
                 .group(group)
                 .channel(Transport.channel(u.unix()))
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
+                // the system's own bound on a TCP connect, shortened to 10 s; none of its own within an opening's bound
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, opening != null ? 0 : 10_000)
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -336,9 +349,13 @@ public final class RsioClient implements AutoCloseable {
          * fail with {@code handshake timeout (no serverHello within N s): the server did not say
          * hello (RsioClient.Builder.handshakeTimeout)} (the goodbye's reason is the part before
          * the colon). Only the first transport's hello: a resume is bounded by its own
-         * attempts. Default 10 s, as rstreams' handshake_timeout; null: no limit. It bounds the
-         * opening too, as rstreams' connect: TLS and WebSocket handshakes that take longer fail
-         * the connect.
+         * attempts. Default 10 s, as rstreams' handshake_timeout; null: no limit. It bounds a
+         * {@code tls://}, {@code ws://} or {@code wss://} connection's opening too, as rstreams'
+         * connect does: one bound on the TCP connect, TLS handshake and HTTP upgrade together, from
+         * {@link RsioClient#connect} until the transport is up; an opening that takes longer fails
+         * the connect with an IOException, {@code can't connect to URL: it did not finish the
+         * opening (TCP connect, TLS handshake, HTTP upgrade) within N s
+         * (RsioClient.Builder.handshakeTimeout); it may not be an RS.io server}.
          */
         public Builder handshakeTimeout(Duration timeout) {
             options.handshakeTimeout(timeout);
