@@ -5,6 +5,7 @@ import static org.testng.Assert.assertEquals;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.rstreams.testing.Holding;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Frame;
 import io.rstreams.wire.FrameParser;
@@ -14,7 +15,6 @@ import io.rstreams.wire.Limits;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
-import java.util.concurrent.Flow;
 import org.testng.annotations.Test;
 
 /**
@@ -44,34 +44,11 @@ public class ChannelInputRequestTest {
 
     @Test(timeOut = 10_000)
     public void theRequestsOfOneTurnGoOutAsOneInputRequest() throws Exception {
-        Flow.Subscription[] input = new Flow.Subscription[1];
+        Holding<byte[]> input = new Holding<>(1, 2, 4); // three requests in one turn
         Routes routes = new Routes();
         routes.addChannel("c", 0, null, (in, request) -> {
-            in.subscribe(new Flow.Subscriber<byte[]>() {
-                @Override
-                public void onSubscribe(Flow.Subscription s) {
-                    input[0] = s;
-                    s.request(1);
-                    s.request(2);
-                    s.request(4);
-                }
-
-                @Override
-                public void onNext(byte[] item) {}
-
-                @Override
-                public void onError(Throwable t) {}
-
-                @Override
-                public void onComplete() {}
-            });
-            return s -> s.onSubscribe(new Flow.Subscription() { // an output that never ends
-                @Override
-                public void request(long n) {}
-
-                @Override
-                public void cancel() {}
-            });
+            in.subscribe(input);
+            return Counters.silent(); // an output that never ends
         });
         Endpoint server = new Endpoint(Connection.Side.SERVER,
                 new Endpoint.Options(Limits.DEFAULT, routes, null, null, null, null, null, null, null, null, true));
@@ -82,8 +59,8 @@ public class ChannelInputRequestTest {
         }
         FrameParser parser = new FrameParser(Limits.DEFAULT);
         assertEquals(inputRequests(channel, parser), List.of("0107"), "request(1), (2), (4) in one turn: one inputRequest(1, 7)");
-        input[0].request(3);
-        input[0].request(Long.MAX_VALUE); // saturates at unbounded (§6.1)
+        input.subscription.request(3);
+        input.subscription.request(Long.MAX_VALUE); // saturates at unbounded (§6.1)
         assertEquals(inputRequests(channel, parser), List.of("01ffffffffffffffff7f"), "a later turn's requests: their own inputRequest");
         channel.finishAndReleaseAll();
     }

@@ -109,23 +109,36 @@ public class GoodbyeTextsTest {
         conn.receiveData(data, 0, data.length);
     }
 
-    @Test(timeOut = 30_000)
+    /** This binding's texts for one case of goodbye_texts.py, in the order of rstreams' in it. */
+    private interface Ours {
+        List<String> of(List<Object> c) throws ProtocolException;
+    }
+
+    /**
+     * Checks {@code cases} (more than {@code least} of them) whose rstreams texts, named {@code what},
+     * stand from index {@code at} on: each of {@code ours} must be the same, byte for byte; the
+     * failure lists every case that differs.
+     */
     @SuppressWarnings("unchecked")
-    public void everyCaseEndsWithRstreamsGoodbyeReasonOrOnErrorTextByteForByte() throws Exception {
-        List<Object> cases = (List<Object>) reference().get(0);
-        assertTrue(cases.size() > 50, "cases: " + cases.size());
+    private static void sameAsRstreams(Object cases, int least, List<String> what, int at, Ours ours) throws Exception {
+        List<Object> all = (List<Object>) cases;
+        assertTrue(all.size() > least, what + ": " + all.size() + " cases");
         List<String> differ = new ArrayList<>();
-        String[] what = {"goodbye", "onError"};
-        for (Object o : cases) {
+        for (Object o : all) {
             List<Object> c = (List<Object>) o;
-            List<String> got = ours(c);
-            for (int k = 0; k < 2; k++) {
-                if (!Objects.equals(got.get(k), c.get(6 + k))) {
-                    differ.add(c.get(0) + ", " + what[k] + ":\n  rstreams: " + c.get(6 + k) + "\n  Java:     " + got.get(k));
+            List<String> got = ours.of(c);
+            for (int k = 0; k < what.size(); k++) {
+                if (!Objects.equals(got.get(k), c.get(at + k))) {
+                    differ.add(c.get(0) + ", " + what.get(k) + ":\n  rstreams: " + c.get(at + k) + "\n  Java:     " + got.get(k));
                 }
             }
         }
         assertEquals(differ.size(), 0, "\n" + String.join("\n", differ));
+    }
+
+    @Test(timeOut = 30_000)
+    public void everyCaseEndsWithRstreamsGoodbyeReasonOrOnErrorTextByteForByte() throws Exception {
+        sameAsRstreams(reference().get(0), 50, List.of("goodbye", "onError"), 6, GoodbyeTextsTest::ours);
     }
 
     /** The reason of the resumeRefused a server answers {@code hex} with (ResumeSniffer's reading), or null. */
@@ -146,18 +159,7 @@ public class GoodbyeTextsTest {
     }
 
     @Test(timeOut = 30_000)
-    @SuppressWarnings("unchecked")
     public void aMalformedResumeIsRefusedWithRstreamsReasonByteForByte() throws Exception {
-        List<Object> resumes = (List<Object>) reference().get(1);
-        assertTrue(resumes.size() > 10, "resumes: " + resumes.size());
-        List<String> differ = new ArrayList<>();
-        for (Object o : resumes) {
-            List<Object> r = (List<Object>) o;
-            String got = refusal((String) r.get(1));
-            if (!Objects.equals(got, r.get(2))) {
-                differ.add(r.get(0) + ":\n  rstreams: " + r.get(2) + "\n  Java:     " + got);
-            }
-        }
-        assertEquals(differ.size(), 0, "\n" + String.join("\n", differ));
+        sameAsRstreams(reference().get(1), 10, List.of("resumeRefused"), 2, r -> List.of(refusal((String) r.get(1))));
     }
 }

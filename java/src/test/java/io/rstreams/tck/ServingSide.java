@@ -25,7 +25,10 @@ final class ServingSide implements AutoCloseable {
         conn = client.connect(server.url()).get(10, TimeUnit.SECONDS);
     }
 
-    /** A remote subscription whose client side is {@code remote}; returns the server's subscriber for it. */
+    /**
+     * A remote subscription whose client side is {@code remote} (a {@link io.rstreams.testing.Holding},
+     * whose requests the server's subscriber relays); returns the server's subscriber for it.
+     */
     Flow.Subscriber<? super byte[]> open(Flow.Subscriber<byte[]> remote) {
         conn.publisher("tck/capture").subscribe(remote);
         try {
@@ -45,32 +48,5 @@ final class ServingSide implements AutoCloseable {
         conn.close();
         client.close();
         server.close();
-    }
-
-    /** A remote subscriber that requests {@code initial} at once and then whatever it is told to. */
-    static final class Remote implements Flow.Subscriber<byte[]> {
-        private final long initial;
-        volatile Flow.Subscription subscription;
-
-        Remote(long initial) {
-            this.initial = initial;
-        }
-
-        @Override
-        public void onSubscribe(Flow.Subscription s) {
-            subscription = s;
-            if (initial > 0) {
-                s.request(initial);
-            }
-        }
-
-        @Override
-        public void onNext(byte[] item) {}
-
-        @Override
-        public void onError(Throwable t) {}
-
-        @Override
-        public void onComplete() {}
     }
 }

@@ -1,5 +1,6 @@
 package io.rstreams.tck;
 
+import io.rstreams.testing.Holding;
 import java.util.concurrent.Flow;
 import org.reactivestreams.tck.flow.FlowSubscriberBlackboxVerification;
 import org.testng.annotations.AfterClass;
@@ -31,7 +32,7 @@ public class ServingSubscriberBlackboxTckTest extends FlowSubscriberBlackboxVeri
     @Override
     @SuppressWarnings("unchecked")
     public Flow.Subscriber<byte[]> createFlowSubscriber() {
-        return (Flow.Subscriber<byte[]>) side.open(new ServingSide.Remote(Long.MAX_VALUE));
+        return (Flow.Subscriber<byte[]>) side.open(new Holding<>(Long.MAX_VALUE));
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.rstreams.tck;
 
+import io.rstreams.testing.Holding;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Flow;
 import org.reactivestreams.tck.SubscriberWhiteboxVerification.SubscriberPuppet;
@@ -35,7 +36,7 @@ public class ServingSubscriberWhiteboxTckTest extends FlowSubscriberWhiteboxVeri
     @Override
     @SuppressWarnings("unchecked")
     protected Flow.Subscriber<byte[]> createFlowSubscriber(WhiteboxSubscriberProbe<byte[]> probe) {
-        ServingSide.Remote remote = new ServingSide.Remote(0);
+        Holding<byte[]> remote = new Holding<>();
         Flow.Subscriber<byte[]> serving = (Flow.Subscriber<byte[]>) side.open(remote);
         return new Flow.Subscriber<>() {
             @Override
