@@ -597,8 +597,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        if (ctx != this.ctx) {
-            attemptFailed(); // a new transport that closed before the session was resumed on it
+        if (ctx != this.ctx) { // a new transport that closed before the session was resumed on it
+            ResumeHandshake attempt = ctx.pipeline().get(ResumeHandshake.class);
+            attemptFailed(attempt != null ? attempt.failure() : ResumeHandshake.ENDED);
             return;
         }
         if (resumable()) {
@@ -1263,7 +1264,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         resumeReading(); // the unread timer is the broken transport's, not the session's
         if (conn.side() == Connection.Side.CLIENT) {
             attempts = 0;
-            attemptFailed();
+            attemptFailed(null);
         } else if (expiry == null) {
             expiry = loop().schedule(() -> sessionFailed("the session was not resumed within "
                     + options.resume().sessionTimeout().toSeconds() + " s (PROTOCOL.md §16.3)"),
@@ -1320,14 +1321,18 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         channel.pipeline().firstContext().close(); // its channelInactive detaches the session
     }
 
-    /** A client's attempt to resume did not work out: try again after a backoff, or give up. */
-    void attemptFailed() {
+    /**
+     * A client's attempt to resume did not work out ({@code why}; null: the transport just broke, no
+     * attempt yet): try again after a backoff, or give up, saying why the last attempt failed, as
+     * rstreams does.
+     */
+    void attemptFailed(String why) {
         if (ended || linkUp || conn.side() != Connection.Side.CLIENT || options.resume() == null) {
             return;
         }
         attempts++;
         if (attempts > ResumeFrames.ATTEMPTS) {
-            sessionFailed("could not resume the session in " + ResumeFrames.ATTEMPTS + " attempt(s) (PROTOCOL.md §16.3)");
+            sessionFailed("could not resume the session in " + ResumeFrames.ATTEMPTS + " attempt(s): " + why + " (PROTOCOL.md §16.3)");
             return;
         }
         long delay = Math.min(ResumeFrames.MAX_BACKOFF_MILLIS, ResumeFrames.BACKOFF_MILLIS << (attempts - 1));

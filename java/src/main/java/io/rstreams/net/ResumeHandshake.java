@@ -20,6 +20,9 @@ final class ResumeHandshake extends ChannelInboundHandlerAdapter {
     private ByteBuf pending;
     private boolean helloSeen;
     private ScheduledFuture<?> timeout;
+    private volatile boolean timedOut;
+    /** Why an attempt whose transport ended failed, unless it timed out. */
+    static final String ENDED = "the transport ended during the resume exchange";
 
     ResumeHandshake(Endpoint session) {
         this.session = session;
@@ -35,8 +38,18 @@ final class ResumeHandshake extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         timeout = ctx.executor().schedule(() -> {
+            timedOut = true;
             ctx.channel().close();
         }, ResumeFrames.ATTEMPT_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    boolean timedOut() {
+        return timedOut;
+    }
+
+    /** Why this attempt failed, once its transport is closed: its timeout, or its end. */
+    String failure() {
+        return timedOut ? "no answer to resume within " + ResumeFrames.ATTEMPT_TIMEOUT_MILLIS / 1000 + " s" : ENDED;
     }
 
     /** The transport is up, its TLS and WebSocket handshakes done: resume is its first message (§16.3). */

@@ -89,11 +89,14 @@ public final class RsioClient implements AutoCloseable {
         if (resume != null) {
             Endpoint.Reconnector again = (session, attempt) -> {
                 // the attempt's opening is bounded by its attempt_timeout, ResumeHandshake's, as rstreams' (§16.7)
-                ChannelFuture f = bootstrap(session.loop(), u, ssl, null, new ResumeHandshake(session), session).connect(u.address());
+                ResumeHandshake handshake = new ResumeHandshake(session);
+                ChannelFuture f = bootstrap(session.loop(), u, ssl, null, handshake, session).connect(u.address());
                 channels.add(f.channel());
                 f.addListener(done -> {
-                    if (!done.isSuccess()) {
-                        session.attemptFailed();
+                    if (!done.isSuccess()) { // the connect failed, or the attempt's timeout closed it first
+                        Throwable cause = done.cause();
+                        session.attemptFailed(handshake.timedOut() ? handshake.failure()
+                                : cause.getMessage() != null ? cause.getMessage() : cause.getClass().getSimpleName());
                     }
                 });
             };

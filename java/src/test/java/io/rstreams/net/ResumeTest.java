@@ -316,7 +316,7 @@ public class ResumeTest {
         long[] now = {0};
         Endpoint.Reconnector refused = (session, attempt) -> {
             attempts.add(now[0]);
-            session.attemptFailed(); // as a connect that is refused
+            session.attemptFailed("Connection refused"); // as a connect that is refused
         };
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null,
                 null, null, null, new BuilderOptions().resumeOptions(null, null, refused), null, true));
@@ -350,7 +350,7 @@ public class ResumeTest {
         channel.runPendingTasks();
         Throwable error = sub.terminated.getNow(null);
         assertTrue(error instanceof ConnectionClosedException, String.valueOf(error));
-        assertTrue(error.getMessage().contains("could not resume the session in 8 attempt(s)"), error.getMessage());
+        assertEquals(error.getMessage(), "could not resume the session in 8 attempt(s): Connection refused (PROTOCOL.md §16.3)");
         assertTrue(endpoint.closedFuture().isDone());
         channel.finishAndReleaseAll();
     }
