@@ -159,6 +159,31 @@ def test_subscribe(publisher: str, sid: int, demand: int) -> None:
         assert conn.subscriptions(publishing=False) == {sid: StreamState.SUBSCRIBED}
 
 
+def test_a_subscribe_sent_again_writes_encode_subscribe() -> None:
+    """The same subscribe again, once its id is free (a request repeated), is written from the
+    bytes of the last one: they are encode(Subscribe) whatever was sent between."""
+    conn = connected(Side.CLIENT)
+    sent = [
+        ("echo", 1, 1),
+        ("echo", 1, 1),
+        ("echo", 2, 1),
+        ("echo", 1, 1),
+        ("\u00e9", 1, 2**64 - 1),
+        ("\u00e9", 1, 2**64 - 1),
+    ]
+    for publisher, sid, demand in sent:
+        conn.send_subscribe_unchecked(publisher, sid, demand)
+        capped = min(demand, UNBOUNDED)
+        assert out(conn) == encode(Subscribe(publisher=publisher, subscriber=sid, initial_demand=capped))
+        conn.receive_data(encode(OnSubscribe(subscriber=sid)) + encode(OnComplete(subscriber=sid)))
+        conn.events_received()
+        assert not conn.id_in_use(sid)
+    conn.send_subscribe_unchecked("echo", 1, 1)
+    with pytest.raises(LocalProtocolError):  # its id in use: refused before anything is written
+        conn.send_subscribe_unchecked("echo", 1, 1)
+    assert out(conn) == encode(Subscribe(publisher="echo", subscriber=1, initial_demand=1))
+
+
 @pytest.mark.parametrize(
     ("fields", "error"),
     [

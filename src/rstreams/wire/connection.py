@@ -283,6 +283,9 @@ class Connection:
         or ``backlogs`` hold anything is :attr:`has_data_to_send`, without a property's call
         (a driver asks after every read)."""
         self._out = self._output.buf  # the fast paths write here directly
+        self._last_subscribe: tuple[str, int, int, bytearray] = ("", -1, -1, bytearray())
+        """The last subscribe sent (name, id, demand) and its frame's bytes: the same one again
+        (a request repeated) is those bytes again, not encoded anew."""
         self._backlogs = self._output.backlogs
         self._small = min(LARGE, config.split_threshold + 1)
         """Elements below this size are copied into the output buffer, neither split nor handed over."""
@@ -782,7 +785,9 @@ class Connection:
         again (the net layer's subscription table makes its ids and sums its demand itself, and
         its ``request``/``publisher`` take only a ``str`` name); the connection's state, the id's
         being free and the name's encoding are. Raises like :meth:`send`."""
-        name = publisher.encode()  # first: a failure must leave the table as it was
+        last = self._last_subscribe
+        again = publisher == last[0] and subscriber == last[1] and initial_demand == last[2]
+        name = b"" if again else publisher.encode()  # first: a failure must leave the table as it was
         if self._state is not _OPEN:
             self._check_can_send()
         demand = initial_demand if initial_demand < UNBOUNDED else UNBOUNDED
@@ -799,7 +804,12 @@ class Connection:
                 out += encode_varint(len(sid) + size)
                 out += sid
             out += metadata
-        write_subscribe(out, name, subscriber, demand)
+        if again:
+            out += last[3]
+        else:
+            start = len(out)
+            write_subscribe(out, name, subscriber, demand)
+            self._last_subscribe = (publisher, subscriber, initial_demand, out[start:])
 
     @property
     def input_parts(self) -> Assembler:
