@@ -31,7 +31,11 @@ follows until the peer's end of input, nothing awaiting it: a peer flooding afte
 frame was read until the idle timeout; so is a refused opening handshake (a 404, a 403, a 426),
 after whose answer websockets reads for ``close_timeout``, bounded in time only. The bytes count
 as the socket reads them (:meth:`_PongLimit._lingering`), so WebSocket pings, which websockets
-answers itself, count too.
+answers itself, count too, whatever this side has left unread. The time runs out only once this
+side has read what the peer sent before its close (:meth:`_PongLimit._linger_time`): its last
+elements and its goodbye, queued in websockets while the handler holds its reading back (a slow
+consumer), are read however slowly, as a TCP socket's bytes before its end of input are; a
+bound that ran on meanwhile aborted the socket and dropped them.
 A peer gone without a close frame (its process killed, its socket closed or reset) ends the
 connection as it would on TCP: an end of input as one (``input ended without a goodbye``, §9.3),
 a reset with the socket's error (:meth:`WebSocketTransport._ended`).
@@ -325,6 +329,8 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
 
     _discarded: int | None = None  # bytes read since the close began (None: open)
     _linger: asyncio.TimerHandle | None = None
+    _held = False  # the transport's handler holds its reading back (its input backpressure)
+    _failed = False  # this side failed the connection: its time runs out whatever is unread
 
     def _lingering(self) -> None:
         """The connection is closing (a close sent or read, a failure, or an opening handshake
@@ -336,9 +342,28 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
         all. WebSocket pings, which it answers itself, never reach the transport's own count."""
         if self._discarded is None:
             self._discarded = 0
-            self._linger = self.loop.call_later(
-                LINGER_SECONDS, self._linger_over, f"within {LINGER_SECONDS:g} s (LINGER_SECONDS)"
-            )
+            self._linger = self.loop.call_later(LINGER_SECONDS, self._linger_time)
+
+    def hold_reading(self, held: bool) -> None:
+        """The transport's handler holds its reading back (``held``: its input backpressure, a
+        slow consumer), or reads again (:meth:`_linger_time`)."""
+        self._held = held
+
+    def _linger_time(self) -> None:
+        """:data:`LINGER_SECONDS` passed since the close began, or since the last look: abort,
+        unless this side has not yet read what the peer sent before its close (the handler
+        holds its reading back, or websockets queues frames for it), then look again after
+        :data:`LINGER_SECONDS`. What the peer sent before its close (its last elements, its
+        goodbye) is this side's to read however slowly it reads, as a TCP socket's bytes
+        before its end of input are: the time counts from when it is read. A peer that floods
+        after its close stays bounded by :data:`LINGER_BYTES`, counted whatever is unread;
+        one silent after it by the handler's own bounds on holding its reading back (a read
+        handled a part a turn, ``unread_timeout``), then this one. After a failure this side
+        found (its close sent for the peer's violation) the time runs out regardless."""
+        if not self._failed and (self._held or len(self.recv_messages.frames)):
+            self._linger = self.loop.call_later(LINGER_SECONDS, self._linger_time)
+            return
+        self._linger_over(f"within {LINGER_SECONDS:g} s (LINGER_SECONDS)")
 
     def _read_to_the_end(self) -> None:
         """This side failed the connection (its close sent): read the socket again, whatever the
@@ -355,6 +380,7 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
         transport = getattr(self, "transport", None)
         if transport is None or transport.is_closing():
             return
+        self._failed = True
         self._lingering()
         transport.resume_reading()
 
@@ -503,6 +529,10 @@ _BINARY_ONLY = "RS.io uses binary messages (PROTOCOL.md §1)"
 _TEXT_REASON = "RS.io uses binary messages"  # a text message's close reason (1003), in every binding
 
 
+def _no_hold(held: bool) -> None:
+    """A connection not of this module's is not told when its reading is held back."""
+
+
 class WebSocketTransport(Transport):
     """One WebSocket connection as an RS.io byte transport."""
 
@@ -529,6 +559,8 @@ class WebSocketTransport(Transport):
         self._ws_ended = False  # websockets' connection is lost
         self._reading = asyncio.Event()  # set: read (not paused), or the connection ended
         self._reading.set()
+        # a connection of this module's is told when reading is held back (_PongLimit.hold_reading)
+        self._hold: Callable[[bool], None] = getattr(ws, "hold_reading", _no_hold)
 
     async def run(self) -> None:
         """Serve the connection until it ends; ``handler.connection_lost`` is the last call."""
@@ -662,10 +694,12 @@ class WebSocketTransport(Transport):
         self._read_paused = True
         if not self._ws_ended:
             self._reading.clear()
+        self._hold(True)
 
     def resume_reading(self) -> None:
         self._read_paused = False
         self._reading.set()
+        self._hold(False)
 
     def can_write_eof(self) -> bool:
         return False  # a WebSocket closes both directions at once
