@@ -1404,3 +1404,14 @@ def test_a_qualifier_followed_by_another_type_is_kept_by_rstreams_as_19_1_says()
     flat = " ".join(SECTIONS["19.1"].split())
     assert "a receiver MAY end the connection for it" in flat
     assert "The Java and JavaScript bindings do; `rstreams` does not" in flat
+
+
+def test_elements_in_cancelled_are_not_counted_against_demand_as_5_2_says() -> None:
+    """§5.2: what "checked" means for elements that crossed our cancel (a peer written from the
+    document checked them against demand and ended connections the bindings keep)."""
+    core = _client_with(demand=1)
+    core.send(Cancel(subscriber=1))
+    core.data_to_send()
+    core.receive_data(encode(OnNext(subscriber=1, element=b"a")) * 3 + encode(OnComplete(subscriber=1)))
+    assert not [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
+    assert "not counted against demand" in " ".join(SECTIONS["5.2"].split())
