@@ -525,9 +525,16 @@ def test_serve_takes_name_after_options(argv: list[str]) -> None:
     ],
 )
 def test_options_of_the_other_mode_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
-    """Replay-log options without NAME, or publisher options with NAME, are refused by name."""
+    """Replay-log options without NAME, or publisher options with NAME, are refused by name,
+    saying how the command that takes them is written."""
     assert main(argv) == 2
-    assert "does not apply when serving" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    option = next(a for a in argv if a.startswith("--"))
+    assert f"{option} does not apply when serving" in err
+    usage = "rstreams serve URL NAME" if "log" not in argv else "rstreams serve URL"
+    assert err.endswith(
+        f"; it is for {'a replay log' if 'log' not in argv else 'serving publishers'}: {usage} {option} ...\n"
+    )
 
 
 @pytest.mark.timeout(30)

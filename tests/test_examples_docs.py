@@ -214,7 +214,7 @@ def test_the_replay_metrics_hold_what_the_page_lists() -> None:
     assert keys == {"sensors": sorted(listed), "results": sorted(listed + sink_only)}
 
 
-def test_the_resumption_sample_and_its_alternativesrun_snippet() -> None:
+def test_the_resumption_sample_and_its_alternatives_run() -> None:
     """docs/resumption.md: `resume=True` on both sides, and each `# or resume=Resume(...)`."""
     block = _block("resumption.md", "resume=True")
     alternatives = re.findall(r"# or (resume=Resume\([^)]*\))", block)
@@ -270,7 +270,7 @@ def _in_certificates(directory: Path) -> str:
     )
 
 
-def test_the_tls_and_mutual_tls_samplesrun_snippet(certificates: Path) -> None:
+def test_the_tls_and_mutual_tls_samples_run(certificates: Path) -> None:
     """docs/security.md, "TLS" then "Mutual TLS": a client verified against the system's CAs
     reads; once the server's context requires client certificates, alice's is accepted and a
     client without one is refused in the handshake."""

@@ -442,8 +442,17 @@ def _serve(args: argparse.Namespace) -> int:
         )
     if stray:
         option = "--" + stray[0].replace("_", "-")
-        which = "a replay log (rstreams serve URL NAME)" if log else "publishers (rstreams serve URL)"
-        return fail("serve", f"{option} does not apply when serving {which}")
+        if log:
+            said = (
+                f"{option} does not apply when serving a replay log (rstreams serve URL NAME); "
+                f"it is for serving publishers: rstreams serve URL {option} ..."
+            )
+        else:
+            said = (
+                f"{option} does not apply when serving publishers (rstreams serve URL); "
+                f"it is for a replay log: rstreams serve URL NAME {option} ..."
+            )
+        return fail("serve", said)
     if args.token == "" or (args.token is None and os.environ.get("RSTREAMS_TOKEN") == ""):
         given, unset = (
             ("--token ''", "leave out --token")

@@ -113,7 +113,8 @@ def test_command_line_writes_junit(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_command_line_refuses_a_client_without_url() -> None:
-    """An adapter command without {url} is a usage error naming the placeholder."""
+    """An adapter command without {url} is a usage error naming the placeholder (one without
+    {publisher} or {script} too: a parametrised case of the one-line usage errors below)."""
     with pytest.raises(SystemExit) as exit_info:
         main(["--client", "my-adapter {publisher} {script}"])
     assert exit_info.value.code == 2
@@ -134,7 +135,12 @@ CLIENTS = "python -m rstreams.conformance.clients"
         (["--client", PYTHON_ADAPTER, "--timeout", "x"], "argument --timeout: invalid float value: 'x'"),
         (
             ["--client", "my-adapter {publisher}"],
-            "--client must contain {url} (and usually {publisher} and {script})",
+            "--client must contain {url}, {publisher} and {script}, filled in per case; "
+            "{url} and {script} missing",
+        ),
+        (
+            ["--client", "my-adapter {url} {script}"],
+            "--client must contain {url}, {publisher} and {script}, filled in per case; {publisher} missing",
         ),
         (["--client", PYTHON_ADAPTER, "--case-timeout", "0"], "--case-timeout needs seconds > 0, got 0.0"),
     ],

@@ -87,8 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.client is None:  # (not required by argparse: --list runs nothing)
         parser.error("the following arguments are required: --client")
-    if "{url}" not in args.client:
-        parser.error("--client must contain {url} (and usually {publisher} and {script})")
+    missing = [p for p in ("{url}", "{publisher}", "{script}") if p not in args.client]
+    if missing:  # every case fills in all three (docs/conformance.md, the adapter contract)
+        parser.error(
+            f"--client must contain {{url}}, {{publisher}} and {{script}}, filled in per case; "
+            f"{' and '.join(missing)} missing"
+        )
     if args.k is not None and not any(fnmatch.fnmatch(c.id, args.k) for c in CLIENT_CASES):
         parser.error(f"no case matches -k {args.k!r} (--list shows every case)")
     for option in ("timeout", "start_timeout", "case_timeout"):
