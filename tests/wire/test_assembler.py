@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rstreams.wire import LimitExceededError
 from rstreams.wire._assembler import Assembler
-from rstreams.wire._streams import Stream, Violation
+from rstreams.wire._streams import Violation, new_stream
 
 
 def assembler(element: int = 100, parts: int = 2, total: int = 150) -> Assembler:
@@ -21,7 +21,7 @@ def assembler(element: int = 100, parts: int = 2, total: int = 150) -> Assembler
 def test_any_split_joins_back(element: bytes, cuts: list[int]) -> None:
     """However an element is cut into parts, the last part returns it whole and nothing stays held."""
     a = assembler()
-    s = Stream(1, False, 1)
+    s = new_stream(1, False, 1)
     bounds = [0, *sorted({c for c in cuts if c < len(element)}), len(element)]
     pieces = [element[x:y] for x, y in itertools.pairwise(bounds)]
     assert a.starts(1, 0)
@@ -35,7 +35,7 @@ def test_any_split_joins_back(element: bytes, cuts: list[int]) -> None:
 def test_element_too_large_ends_only_its_stream() -> None:
     """Growing past max_element_size is a verdict naming the stream (§11)."""
     a = assembler(element=10)
-    s = Stream(4, False, 1)
+    s = new_stream(4, False, 1)
     assert a.add(s, 0, b"x" * 6, last=False) is None
     verdict = a.add(s, 0, b"x" * 6, last=False)
     assert isinstance(verdict, Violation) and verdict.stream is s
@@ -45,7 +45,7 @@ def test_element_too_large_ends_only_its_stream() -> None:
 def test_too_many_elements_in_flight_end_the_connection() -> None:
     """More than max_parts_in_flight unfinished elements is a connection verdict."""
     a = assembler(parts=2)
-    s = Stream(1, False, 3)
+    s = new_stream(1, False, 3)
     a.add(s, 0, b"a", last=False)
     a.add(s, 1, b"b", last=False)
     verdict = a.add(s, 2, b"c", last=False)
@@ -56,7 +56,7 @@ def test_too_many_elements_in_flight_end_the_connection() -> None:
 def test_too_many_bytes_in_flight_end_the_connection() -> None:
     """Bytes held over all streams beyond max_reassembly_bytes is a connection verdict."""
     a = assembler(element=100, total=150)
-    one, two = Stream(1, False, 1), Stream(2, False, 1)
+    one, two = new_stream(1, False, 1), new_stream(2, False, 1)
     a.add(one, 0, b"x" * 90, last=False)
     verdict = a.add(two, 0, b"y" * 90, last=False)
     assert isinstance(verdict, Violation) and verdict.stream is None
@@ -66,7 +66,7 @@ def test_too_many_bytes_in_flight_end_the_connection() -> None:
 def test_drop_and_clear_free_what_was_held() -> None:
     """drop(sid) forgets one stream's unfinished elements; clear() everything."""
     a = assembler(parts=4)
-    one, two = Stream(1, False, 2), Stream(2, False, 1)
+    one, two = new_stream(1, False, 2), new_stream(2, False, 1)
     a.add(one, 0, b"ab", last=False)
     a.add(one, 1, b"c", last=False)
     a.add(two, 0, b"d", last=False)

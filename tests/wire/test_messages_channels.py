@@ -20,7 +20,7 @@ from rstreams.wire._channels import (
     split_input,
 )
 from rstreams.wire._messages import Credit, decode_credit, decode_message, encode_credit, encode_message
-from rstreams.wire._streams import Stream
+from rstreams.wire._streams import new_stream
 from rstreams.wire.extensions import BY_TYPE, CHANNELS, INPUT_PARTS, MESSAGES
 from rstreams.wire.frames import ClientHello, ExtensionMessage, encode
 
@@ -145,7 +145,7 @@ def test_a_large_extension_payload_goes_out_as_its_own_chunk_with_the_same_bytes
 def test_split_input_shares_the_connection_limits_with_split_output() -> None:
     """Partly received input elements (§21.6) count with output ones (§8) against the two limits."""
     parts = Assembler(max_element_size=10, max_parts_in_flight=2, max_reassembly_bytes=12)
-    assert parts.add(Stream(1, False, 5), 0, b"out", last=False) is None  # an output element, begun
+    assert parts.add(new_stream(1, False, 5), 0, b"out", last=False) is None  # an output element, begun
     assert parts.add_input(1, b"in", last=False) is None  # channel 1 of the peer: same id, no clash
     assert parts.held == (2, 5) and parts.input_unfinished(1)
     with pytest.raises(LimitExceededError, match="max_parts_in_flight=2") as raised:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rstreams.wire import OnNext, OnNextLastPart, OnNextPart, encode
 from rstreams.wire._output import Output
-from rstreams.wire._streams import Stream
+from rstreams.wire._streams import new_stream
 from rstreams.wire.frames import on_next_head, on_next_header
 
 
@@ -36,7 +36,7 @@ def test_many_large_payloads_share_one_head_and_keep_their_place() -> None:
 def test_split_elements_interleave_and_later_frames_wait_behind_them() -> None:
     """Two split elements go out one part per stream per round; a frame emitted behind one keeps its place."""
     output = Output(part_size=2)
-    one, two = Stream(1, True, 9), Stream(2, True, 9)
+    one, two = new_stream(1, True, 9), new_stream(2, True, 9)
     output.split(one, b"abcd")
     output.split(two, b"wxyz")
     output.emit(1, b"<after 1>")
@@ -60,7 +60,7 @@ def test_split_elements_interleave_and_later_frames_wait_behind_them() -> None:
 def test_take_stops_near_the_byte_budget() -> None:
     """take(limit) sends parts until about limit bytes; the rest stays for the next call."""
     output = Output(part_size=10)
-    output.split(Stream(1, True, 1), b"x" * 100)
+    output.split(new_stream(1, True, 1), b"x" * 100)
     first = b"".join(output.take(25))
     assert first.count(b"x") == 30 and output.pending
     rest = b"".join(output.take(1 << 20))

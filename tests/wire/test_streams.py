@@ -15,7 +15,7 @@ from rstreams.wire import (
     Subscribe,
 )
 from rstreams.wire._state import STREAM_TRANSITIONS, Signal
-from rstreams.wire._streams import Stream, StreamTable, Violation, step
+from rstreams.wire._streams import Stream, StreamTable, Violation, new_stream, step
 
 UNBOUNDED = 2**63 - 1
 
@@ -99,11 +99,11 @@ def test_ours_checks_the_state_table() -> None:
 
 def test_take_refuses_elements_beyond_demand() -> None:
     """take() consumes credit; more than granted is a DemandExceededError verdict; unbounded stays."""
-    st = Stream(1, False, 2)
+    st = new_stream(1, False, 2)
     assert StreamTable.take(st, 2) is None and st.credit == 0
     verdict = StreamTable.take(st, 1)
     assert isinstance(verdict, Violation) and isinstance(verdict.error, DemandExceededError)
-    endless = Stream(2, False, UNBOUNDED)
+    endless = new_stream(2, False, UNBOUNDED)
     assert StreamTable.take(endless, 10**6) is None and endless.credit == UNBOUNDED
 
 
@@ -138,19 +138,19 @@ def test_recently_closed_ids_are_bounded() -> None:
 @given(st.sampled_from(list(StreamState)), st.sampled_from(list(Signal)))
 def test_step_is_the_table(state: StreamState, signal: Signal) -> None:
     """step() answers exactly what STREAM_TRANSITIONS says for every (state, signal) pair."""
-    stream = Stream(1, True, 0)
+    stream = new_stream(1, True, 0)
     stream.state = state
     assert step(stream, signal) is STREAM_TRANSITIONS.get((state, signal))
 
 
-def test_the_table_makes_streams_as_the_constructor_does() -> None:
-    """The table builds its streams field by field (no __init__ call on the hot path): every
-    slot is set, to what ``Stream(sid, publishing, credit)`` sets it."""
+def test_the_table_makes_streams_as_new_stream_does() -> None:
+    """The table builds its streams field by field (no call of new_stream on the hot path): every
+    slot is set, to what ``new_stream(sid, publishing, credit)`` sets it."""
     t = table()
     received = t.receive_subscribe(subscribe(7, 3))
     sent = t.send_subscribe(9, 5)
     assert isinstance(received, Stream)
     for made, publishing, sid, credit in ((received, True, 7, 3), (sent, False, 9, 5)):
-        expected = Stream(sid, publishing, credit)
+        expected = new_stream(sid, publishing, credit)
         for name in Stream.__slots__:
             assert getattr(made, name) == getattr(expected, name), name

@@ -28,7 +28,7 @@ from rstreams.wire._errors import DemandExceededError, RemoteInvalidDemandError,
 from rstreams.wire._state import FLOWING, QUIET_STATES, STREAM_TRANSITIONS, Signal, StreamState
 from rstreams.wire.frames import Subscribe, on_next_header
 
-__all__ = ["REQUEST_KEEPS", "Stream", "StreamTable", "Violation", "step"]
+__all__ = ["REQUEST_KEEPS", "Stream", "StreamTable", "Violation", "new_stream", "step"]
 
 # Enum members as module constants: reading one through its class costs ~70 ns.
 _SUBSCRIBED = STREAM_TRANSITIONS[StreamState.IDLE, Signal.SUBSCRIBE]
@@ -45,30 +45,45 @@ REQUEST_KEEPS = frozenset(
 """States in which a request goes out and leaves the state as it is (read from the table):
 the senders' fast path needs no transition for them."""
 
+_STEPS = {
+    signal: {state: new for (state, by), new in STREAM_TRANSITIONS.items() if by is signal}
+    for signal in Signal
+}
+""":data:`STREAM_TRANSITIONS` by signal: ``_STEPS[signal][state]`` is ``STREAM_TRANSITIONS[state,
+signal]`` without a key tuple to build (each stream's end steps here)."""
+
 
 class Stream:
-    """One subscription, seen from this end."""
+    """One subscription, seen from this end: made by :func:`new_stream` (the table makes its own
+    with ``Stream()`` and sets every field as :func:`new_stream` does, without that call: two per
+    request/response, one at each end; tests/wire/test_streams.py holds the two alike)."""
 
     __slots__ = ("credit", "element_size", "header", "next_element_id", "publishing", "sid", "state")
 
-    def __init__(self, sid: int, publishing: bool, credit: int) -> None:
-        self.sid = sid
-        self.publishing = publishing
-        self.state = _SUBSCRIBED
-        self.credit = credit
-        """Elements the publisher may still send: granted minus delivered, saturating (§6)."""
-        self.element_size = 0
-        self.header = b""
-        """Type byte + id, prebuilt for the onNext encoder once we send onSubscribe (publishing
-        end only: a refused subscribe never needs it)."""
-        self.next_element_id = 0
-        """The id the next element split into parts gets (publishing end, §8)."""
+    sid: int
+    publishing: bool
+    state: StreamState
+    credit: int
+    """Elements the publisher may still send: granted minus delivered, saturating (§6)."""
+    element_size: int
+    header: bytes
+    """Type byte + id, prebuilt for the onNext encoder once we send onSubscribe (publishing
+    end only: a refused subscribe never needs it)."""
+    next_element_id: int
+    """The id the next element split into parts gets (publishing end, §8)."""
 
 
-_new = object.__new__
-"""The table makes its streams with ``_new(Stream)`` and sets every field as
-:meth:`Stream.__init__` does, without that call (two per request/response, one at each
-end); tests/wire/test_streams.py holds the two alike."""
+def new_stream(sid: int, publishing: bool, credit: int) -> Stream:
+    """A new subscription ``sid`` (the peer's when ``publishing``), subscribed, with ``credit``."""
+    st = Stream()
+    st.sid = sid
+    st.publishing = publishing
+    st.state = _SUBSCRIBED
+    st.credit = credit
+    st.element_size = 0
+    st.header = b""
+    st.next_element_id = 0
+    return st
 
 
 class Violation:
@@ -112,7 +127,7 @@ class StreamTable:
     # -- bookkeeping (a subscription opens in receive_subscribe or send_subscribe) -------------
     def close(self, st: Stream, signal: Signal) -> None:
         """``signal`` (a terminal) ends ``st``: it leaves its table and is remembered as closed."""
-        st.state = STREAM_TRANSITIONS[st.state, signal]
+        st.state = _STEPS[signal][st.state]
         publishing, sid = st.publishing, st.sid
         del (self.publishing if publishing else self.subscribing)[sid]
         closed = self._closed  # _remember_closed, inlined: every stream ends here
@@ -163,7 +178,7 @@ class StreamTable:
         if refusal:
             self._remember_closed(True, sid)
             return refusal
-        st = self.publishing[sid] = _new(Stream)  # Stream(sid, True, f.initial_demand), see _new
+        st = self.publishing[sid] = Stream()  # new_stream(sid, True, f.initial_demand), inlined
         st.sid = sid
         st.publishing = True
         st.state = _SUBSCRIBED
@@ -250,7 +265,7 @@ class StreamTable:
                 subscriber=sid,
             )
         self._closed.pop(~sid, None)  # a new subscription: no longer "recently closed"
-        st = self.subscribing[sid] = _new(Stream)  # Stream(sid, False, initial_demand), see _new
+        st = self.subscribing[sid] = Stream()  # new_stream(sid, False, initial_demand), inlined
         st.sid = sid
         st.publishing = False
         st.state = _SUBSCRIBED
