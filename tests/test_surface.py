@@ -96,6 +96,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("StagingFullError", RuntimeError),
         ("ElementError", ValueError),
         ("DecodeError", ValueError),
+        ("EncodeError", TypeError),
         ("JavaMissingError", RuntimeError),
         ("DemoQueryError", RuntimeError),
         ("PublishersSpecError", ValueError),

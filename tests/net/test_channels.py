@@ -13,7 +13,16 @@ import pytest
 import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import LocalProtocolError, ResourceClosedError, set_unhandled_error_hook
-from rstreams.net import JSON, ChannelInputError, Connection, DecodeError, RemoteStreamError, connect, serve
+from rstreams.net import (
+    INT64,
+    JSON,
+    ChannelInputError,
+    Connection,
+    DecodeError,
+    RemoteStreamError,
+    connect,
+    serve,
+)
 from rstreams.wire import (
     ConnectionClosed,
     ExtensionMessage,
@@ -398,6 +407,28 @@ async def test_an_input_element_the_codec_cannot_decode_ends_the_input_with_deco
     assert isinstance(seen[0], DecodeError) and seen[0].publisher == "watch"
     assert "'watch'" in str(seen[0]) and "JSON" in str(seen[0])
     assert isinstance(seen[0].__cause__, json.JSONDecodeError)
+
+
+async def test_an_input_element_the_openers_codec_cannot_encode_ends_the_input_saying_why() -> None:
+    """An input element the opener's codec cannot encode ends the input with inputError naming the
+    codec, what it takes and what it got (§21.2), and cancels the input's source."""
+    seen: list[BaseException] = []
+    cancelled: list[bool] = []
+
+    def watch(source: Publisher[Any], params: dict[str, str]) -> Publisher[Any]:
+        return rstreams.from_publisher(source).do_on_error(seen.append)
+
+    async with client(codec=INT64, channels={"watch": watch}) as conn:
+        source: Publisher[Any] = rstreams.from_iterable([1, "2", 3]).do_on_cancel(
+            lambda: cancelled.append(True)
+        )
+        with pytest.raises(RemoteStreamError, match="EncodeError"):
+            await within(conn.channel("watch", source, codec=INT64).collect())
+    assert cancelled == [True]
+    assert (
+        "EncodeError: an element does not encode with INT64 (which takes int from -2**63 to 2**63 - 1): "
+        in str(seen[0])
+    )
 
 
 async def test_a_raising_input_subscriber_behind_an_operator_is_reported_by_its_own_name() -> None:

@@ -115,3 +115,47 @@ async def test_a_peer_without_the_extension_gets_bytes_as_before(
         ]
         assert await _all(conn, "json", codec=JSON) == [{"a": 1}, [2, "é"]]  # codecs work as before
         assert await _all(conn, "json", codec=UTF8) == ['{"a":1}', '[2,"\\u00e9"]']  # nor checked
+
+
+async def test_an_element_its_codec_cannot_encode_ends_the_stream_saying_what_the_codec_takes() -> None:
+    """A served element its codec cannot encode (or, with no codec, one that is not bytes) ends
+    that stream with an EncodeError naming the codec, what it takes and what it got, the
+    encoder's own words after them; the connection goes on serving."""
+
+    def returns_text(item: Any) -> Any:
+        return str(item)
+
+    offer = {
+        "text": with_codec(_values(b"x"), UTF8),
+        "int": with_codec(_values("7"), INT64),
+        "big": with_codec(_values(2**70), INT64),
+        "batch": with_codec(lambda params: rstreams.just([1, "2"]), INT64, batched=True),
+        "float": with_codec(_values("x"), FLOAT64),
+        "json": with_codec(_values(object()), JSON),
+        "mine": with_codec(_values(1), Codec(returns_text, bytes)),
+        "dict": _values({"a": 1}),
+        "floats": _values(1.5),
+        "ok": with_codec(_values(1), INT64),
+    }
+    said = {
+        "text": "EncodeError: an element does not encode with UTF8 (which takes str): got bytes (TypeError: ",
+        "int": "EncodeError: an element does not encode with INT64 (which takes int from -2**63 to "
+        "2**63 - 1): got str (struct.error: required argument is not an integer)",
+        "big": "with INT64 (which takes int from -2**63 to 2**63 - 1): got int (struct.error: argument "
+        "out of range)",
+        "batch": "with INT64 (which takes int from -2**63 to 2**63 - 1): got a batch (struct.error: ",
+        "float": "with FLOAT64 (which takes float or int): got str (struct.error: ",
+        "json": "with JSON (which takes dict, list, str, int, float, bool or None): got object "
+        "(TypeError: Object of type object is not JSON serializable)",
+        "mine": "EncodeError: the codec's test_an_element_its_codec_cannot_encode_ends_the_stream_saying_"
+        "what_the_codec_takes.<locals>.returns_text returned str, not bytes (a Codec's encode returns "
+        "bytes)",
+        "dict": "EncodeError: elements are bytes on the wire, got dict; pass codec=rstreams.net.JSON",
+        "floats": "EncodeError: elements are bytes on the wire, got float; pass codec=rstreams.net.JSON",
+    }
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        for name, text in said.items():
+            with pytest.raises(rstreams.ReactiveStreamsError) as caught:
+                await _all(conn, name, codec=RAW)
+            assert f"remote publisher {name!r} failed: " in str(caught.value) and text in str(caught.value)
+        assert await _all(conn, "ok") == [1]

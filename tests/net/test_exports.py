@@ -30,6 +30,7 @@ def test_net_all_is_pinned() -> None:
             "Credentials",
             "DecodeError",
             "ElementSizeError",
+            "EncodeError",
             "Endpoint",
             "Message",
             "MessageCreditError",

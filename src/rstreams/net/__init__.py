@@ -35,6 +35,7 @@ from rstreams.net._codec import Codec as Codec
 from rstreams.net._codec import ContentTypeError as ContentTypeError
 from rstreams.net._codec import DecodeError as DecodeError
 from rstreams.net._codec import ElementSizeError as ElementSizeError
+from rstreams.net._codec import EncodeError as EncodeError
 from rstreams.net._codec import fixed_size as fixed_size
 from rstreams.net._connection import Connection as Connection
 from rstreams.net._connection import ConnectionStatistics as ConnectionStatistics
@@ -91,6 +92,7 @@ __all__ = [
     "Credentials",
     "DecodeError",
     "ElementSizeError",
+    "EncodeError",
     "Endpoint",
     "InternalError",
     "InvalidDemand",

@@ -44,7 +44,7 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import LocalProtocolError, ReactiveStreamsError, ResourceClosedError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.flow._signals import subscriber_name
-from rstreams.net._codec import Codec, decode_failed
+from rstreams.net._codec import Codec, decode_failed, encode_failed
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.net._outbox import WRITE_LIMIT, Outbox
 from rstreams.net._routes import NameTable, failed_message, malformed_message
@@ -392,22 +392,24 @@ class InputRelay(Subscriber[Any]):
     def _next(self, item: Any) -> None:
         if self._done:
             return
-        element = self._encode(item) if self._encode is not None else item
+        encode = self._encode
+        try:
+            element = encode(item) if encode is not None else item
+        except Exception as error:  # the input ends with it, as with a too large element
+            failure = encode_failed(encode, item, error)  # type: ignore[arg-type]
+            self._refuse(f"{type(failure).__name__}: {failure}")
+            return
         core = self._outbox.core
         limit = core.config.max_string_length - 10
         raw = isinstance(element, bytes | bytearray | memoryview)
         split = INPUT_PARTS.id in core.extensions
         if not raw or (len(element) > limit and not split):
             what = f"{len(element)} bytes" if raw else "not bytes"
-            upstream = self._upstream
-            self._terminate(
-                INPUT_ERROR,
+            self._refuse(
                 f"an input element of {what}: inputNext holds bytes of at most "
                 f"max_string_length - 10 = {limit} (PROTOCOL.md §21.2)"
-                + (f"; larger ones need extension {INPUT_PARTS}, not offered by the peer" if raw else ""),
+                + (f"; larger ones need extension {INPUT_PARTS}, not offered by the peer" if raw else "")
             )
-            if upstream is not None:
-                upstream.cancel()
             return
         self._remote -= 1 if self._remote != demand.UNBOUNDED else 0
         self._outstanding -= 1
@@ -426,6 +428,13 @@ class InputRelay(Subscriber[Any]):
             self._channels.send(INPUT_NEXT, self.sid, bytes(element))
         if self._outstanding <= INPUT_WINDOW // 2:
             self._pull()
+
+    def _refuse(self, reason: str) -> None:
+        """End the input with inputError ``reason`` and cancel the element's source."""
+        upstream = self._upstream
+        self._terminate(INPUT_ERROR, reason)
+        if upstream is not None:
+            upstream.cancel()
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)

@@ -62,6 +62,7 @@ __all__ = [
     "ContentTypeError",
     "DecodeError",
     "ElementSizeError",
+    "EncodeError",
     "codec_for",
     "decode_failed",
     "fixed_size",
@@ -340,5 +341,63 @@ def decode_failed(publisher: str, decode: Callable[..., Any] | None, error: Base
         label = f"the codec's {getattr(decode, '__qualname__', 'decode')}"
         media_type = codec.media_type if codec is not None else None
     failure = DecodeError(publisher, media_type, label, error)
+    failure.__cause__ = error
+    return failure
+
+
+class EncodeError(ReactiveStreamsError, TypeError):
+    """An element that a served stream cannot send: its codec cannot encode it (a type or a
+    range the codec does not take), the codec's ``encode`` returned something other than
+    bytes, or, without a codec, the element is not bytes. The stream ends with this (onError
+    to the subscriber, PROTOCOL.md §6); the encoder's own error, if any, is ``__cause__``."""
+
+
+_TAKES = {
+    "JSON": "dict, list, str, int, float, bool or None",
+    "UTF8": "str",
+    "INT64": "int from -2**63 to 2**63 - 1",
+    "FLOAT64": "float or int",
+    "MSGPACK": "dict, list, str, bytes, int, float, bool or None",
+    "ARROW": "a pyarrow Table or RecordBatch",
+}
+"""What each built-in codec encodes, for :func:`encode_failed`'s message."""
+
+
+def not_bytes(element: object) -> EncodeError:
+    """An element that is not bytes, served without a codec (or so returned by a codec's
+    ``encode``: :func:`encode_failed` words that case)."""
+    failure = EncodeError(
+        f"elements are bytes on the wire, got {type(element).__name__}; pass codec=rstreams.net.JSON "
+        "(or another Codec) to send Python objects"
+    )
+    failure.got = type(element).__name__  # type: ignore[attr-defined]
+    return failure
+
+
+def encode_failed(encode: Callable[..., Any], element: object, error: BaseException) -> BaseException:
+    """What a served stream ends with when ``encode`` (a codec's ``encode`` or ``encode_batch``)
+    raised ``error`` for ``element``, or returned what is not bytes (``error`` is then
+    :func:`not_bytes`'s): an :class:`EncodeError` naming the codec, what it takes and what it
+    got, ``error`` its cause. An rstreams error (a missing extra, say) stays as it is. Called on
+    the failure path only: encoding itself is the codec's plain call."""
+    returned = getattr(error, "got", None)
+    if isinstance(error, ReactiveStreamsError) and returned is None:
+        return error
+    bound = getattr(encode, "__self__", None)
+    codec = bound if isinstance(bound, Codec) else None  # encode_batch
+    for name, takes in _TAKES.items():
+        known: Codec[Any] = globals()[name]
+        if codec is known or (codec is None and encode in (known.encode, known.encode_many)):
+            label = f"{name} (which takes {takes})"
+            break
+    else:
+        label = f"the codec's {getattr(encode, '__qualname__', 'encode')}"
+    if returned is not None:
+        return EncodeError(f"{label} returned {returned}, not bytes (a Codec's encode returns bytes)")
+    got = "a batch" if codec is not None else type(element).__name__
+    kind, cause = type(error), type(error).__qualname__
+    if kind.__module__ != "builtins":
+        cause = f"{kind.__module__}.{cause}"  # struct.error
+    failure = EncodeError(f"an element does not encode with {label}: got {got} ({cause}: {error})")
     failure.__cause__ = error
     return failure

@@ -45,7 +45,7 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, RuleViolationError, report_unhandled
 from rstreams.flow._flow import known_elements
 from rstreams.flow._iterable import Pull, puller
-from rstreams.net._codec import Codec, ElementSizeError, identity
+from rstreams.net._codec import Codec, ElementSizeError, encode_failed, identity, not_bytes
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import RemoteStreamError, code_of
@@ -574,7 +574,7 @@ class ServingStream(Subscriber[Any]):
                 if data.__class__ is not bytes:
                     data = _to_bytes(data)
             except Exception as error:
-                self._fail_locally(error)
+                self._fail_locally(error if encode is None else encode_failed(encode, item, error))
                 return
         if self.element_size and len(data) != self.element_size:
             self._fail_locally(_wrong_size(len(data), self.element_size))
@@ -681,13 +681,12 @@ def _cancel(subscription: Subscription) -> None:
 
 
 def _to_bytes(data: object) -> bytes:
-    """``bytearray``/``memoryview``/any buffer as ``bytes``; anything else is a ``TypeError``."""
-    if isinstance(data, str | int):
-        raise TypeError(
-            f"elements are bytes on the wire, got {type(data).__name__}; pass codec=rstreams.net.JSON "
-            "(or another Codec) to send Python objects"
-        )
-    return memoryview(data).tobytes()  # type: ignore[arg-type]
+    """``bytearray``/``memoryview``/any buffer as ``bytes``; anything else is an
+    :class:`~rstreams.net.EncodeError` (a ``TypeError``) saying what it is and what to pass."""
+    try:
+        return memoryview(data).tobytes()  # type: ignore[arg-type]
+    except TypeError:
+        raise not_bytes(data) from None
 
 
 def _wrong_size(size: int, expected: int, batch: bool = False) -> ElementSizeError:
@@ -751,10 +750,11 @@ class BatchServingStream(ServingStream):
             payload = self._codec.encode_batch(item)
             if payload.__class__ is not bytes:
                 payload = _to_bytes(payload)
-            if len(payload) % size:
-                raise _wrong_size(len(payload), size, True)
         except Exception as error:
-            self._fail_locally(error)
+            self._fail_locally(encode_failed(self._codec.encode_batch, item, error))
+            return
+        if len(payload) % size:
+            self._fail_locally(_wrong_size(len(payload), size, True))
             return
         self.outstanding -= 1
         self.estimate = len(payload)
