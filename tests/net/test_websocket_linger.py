@@ -49,6 +49,7 @@ async def test_a_peer_flooding_after_its_error_is_cut_off() -> None:
 
 CLOSE_1000 = bytes([0x88, 0x82]) + bytes(4) + (1000).to_bytes(2, "big")  # a client's close, masked
 PINGS = (bytes([0x89, 0x80 | 125]) + bytes(4 + 125)) * 512  # WebSocket pings, 64 KB (a client's)
+EMPTY_PINGS = (bytes([0x89, 0x80]) + bytes(4)) * 10_000  # empty ones, 60 KB
 
 
 @contextlib.asynccontextmanager
@@ -114,14 +115,19 @@ async def test_after_the_peers_close_its_end_of_input_is_waited_for_within_the_l
     assert [f"({bound})" in said for said in _cut_off(caplog)] == [True], caplog.text
 
 
-async def test_pings_after_the_goodbyes_count_towards_linger_bytes(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(("pings", "bound"), [(PINGS, "LINGER_BYTES"), (EMPTY_PINGS, "LINGER_PINGS")])
+async def test_pings_after_the_goodbyes_are_bounded(
+    pings: bytes, bound: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """After the goodbyes the server closes the WebSocket; a peer that sends pings then, and
     reads the pongs, is cut off once LINGER_BYTES are read, as one that sends messages is (was:
     pings were not counted, and were read until close_timeout, 2 s). LINGER_BYTES is 64 KiB
-    here: each ping costs the loop a frame parsed and a pong, about 30 µs."""
-    monkeypatch.setattr("rstreams.net._websocket.LINGER_BYTES", 1 << 16)
+    here (about 500 pings of 125 bytes): each ping costs the loop a frame parsed and a pong,
+    about 30 µs. Empty pings (6 bytes: 700,000 of them in the 4 MiB of LINGER_BYTES, left as
+    it is for them) are cut off at LINGER_PINGS, 1024 (was: read for 2 s, LINGER_SECONDS, the
+    loop busy with them the whole time)."""
+    if bound == "LINGER_BYTES":
+        monkeypatch.setattr("rstreams.net._websocket.LINGER_BYTES", 1 << 16)
     async with _raw_peer() as (server, reader, writer, _):
         closing = asyncio.ensure_future(server.aclose())
         parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
@@ -132,7 +138,7 @@ async def test_pings_after_the_goodbyes_count_towards_linger_bytes(
             async for opcode, payload in _frames(reader):
                 if opcode == 0x2 and any(isinstance(frame, Goodbye) for frame in parser.feed(payload)):
                     writer.write(masked(encode(Goodbye(reason="bye"))))
-                    flooding = asyncio.ensure_future(_flood(writer, PINGS))
+                    flooding = asyncio.ensure_future(_flood(writer, pings))
 
         reading = asyncio.ensure_future(peer())
         try:
@@ -142,7 +148,7 @@ async def test_pings_after_the_goodbyes_count_towards_linger_bytes(
             reading.cancel()
             if flooding is not None:
                 flooding.cancel()
-    assert ["(LINGER_BYTES)" in said for said in _cut_off(caplog)] == [True], caplog.text
+    assert [f"({bound})" in said for said in _cut_off(caplog)] == [True], caplog.text
 
 
 async def test_a_peer_flooding_after_its_refused_handshake_is_cut_off(

@@ -31,7 +31,9 @@ follows until the peer's end of input, nothing awaiting it: a peer flooding afte
 frame was read until the idle timeout; so is a refused opening handshake (a 404, a 403, a 426),
 after whose answer websockets reads for ``close_timeout``, bounded in time only. The bytes count
 as the socket reads them (:meth:`_PongLimit._lingering`), so WebSocket pings, which websockets
-answers itself, count too, whatever this side has left unread. The time runs out only once this
+answers itself, count too, whatever this side has left unread, and so do the pings and pongs
+themselves, past :data:`LINGER_PINGS` (a read is parsed a part at a time then, so that a bound
+ends a flood within :data:`_CLOSING_READ` of it). The time runs out only once this
 side has read what the peer sent before its close (:meth:`_PongLimit._linger_time`): its last
 elements and its goodbye, queued in websockets while the handler holds its reading back (a slow
 consumer), are read however slowly, as a TCP socket's bytes before its end of input are; a
@@ -109,7 +111,7 @@ from websockets.exceptions import (
     InvalidUpgrade,
     NegotiationError,
 )
-from websockets.frames import CloseCode
+from websockets.frames import CloseCode, Opcode
 from websockets.headers import parse_subprotocol
 from websockets.http11 import Request, Response
 from websockets.protocol import OPEN, Protocol
@@ -137,6 +139,7 @@ from rstreams.wire._errors import tls_record_type
 __all__ = [
     "INPUT_FRAMES",
     "INVALID_FRAME_REASON",
+    "LINGER_PINGS",
     "MAX_MESSAGE",
     "NOT_UTF8_REASON",
     "NO_HTTP_HINT",
@@ -290,6 +293,22 @@ def own_close_reasons(protocol: Protocol) -> None:
     protocol.fail = fail  # (this one connection's)
 
 
+LINGER_PINGS = 1024
+"""WebSocket pings (and pongs) read after a close began past which the socket is aborted, beside
+:data:`~rstreams.net._closing.LINGER_BYTES` and :data:`~rstreams.net._closing.LINGER_SECONDS`.
+websockets parses each and answers a ping with a pong, about 10 µs of the loop for an empty one
+(6 bytes): within LINGER_BYTES a peer could have 700,000 of them handled, so only the 2 s bound
+ended such a flood, after 2 s of the loop's time. A peer that closes sends none, or one for its
+keepalive; 1024 of them cost about 10 ms. (Data frames need no such bound: they wait in the queue
+of :data:`INPUT_FRAMES`, which stops the reading, for the transport to take them.)"""
+
+_CLOSING_READ = 16 * 1024
+"""Bytes of a read parsed at a time once a close began, so that the bounds end a flood within
+this much of it (about 2,700 empty pings), not after the whole read (256 KiB: 43,000 of them, up
+to half a second of the loop)."""
+
+_PINGS = (Opcode.PING, Opcode.PONG)
+
 INPUT_FRAMES = 1
 """websockets' ``max_queue`` for every connection: it stops reading the socket once more than one
 frame it parsed waits to be taken, and reads again once none does. A frame may be 1 MiB (PROTOCOL.md
@@ -330,6 +349,9 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
     _discarded: int | None = None  # bytes read since the close began (None: open)
     _linger: asyncio.TimerHandle | None = None
     _held = False  # the transport's handler holds its reading back (its input backpressure)
+    _pings = 0  # pings and pongs read since the close began (bounded by LINGER_PINGS)
+    _aborted = False  # a bound of the linger ended the connection
+    _library_event: Callable[[Any], None]  # websockets' process_event, once the close began
     _failed = False  # this side failed the connection: its time runs out whatever is unread
 
     def _lingering(self) -> None:
@@ -343,6 +365,17 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
         if self._discarded is None:
             self._discarded = 0
             self._linger = self.loop.call_later(LINGER_SECONDS, self._linger_time)
+            self._library_event = super().process_event
+            self.process_event = self._closing_event  # (counted from now on)
+
+    def _closing_event(self, event: Any) -> None:
+        """:meth:`process_event` once the close began: pings and pongs are counted
+        (:data:`LINGER_PINGS`). (Only then: a connection that is open pays nothing for it.)"""
+        self._library_event(event)
+        if getattr(event, "opcode", None) in _PINGS:  # (a refused handshake's events are no frames)
+            self._pings += 1
+            if self._pings > LINGER_PINGS and not self._aborted:
+                self._linger_over(f"within {LINGER_PINGS} pings (LINGER_PINGS)")
 
     def hold_reading(self, held: bool) -> None:
         """The transport's handler holds its reading back (``held``: its input backpressure, a
@@ -407,12 +440,28 @@ class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped 
         """Abort the socket of a close that did not end ``why`` (one closing already too: a
         server's ``wss://`` socket closes after its close exchange, and its TLS shutdown
         waits for the peer's own, 30 s by default, or its write buffer drains)."""
+        self._aborted = True
         if self._linger is not None:
             self._linger.cancel()
         _log.info("aborting a closing WebSocket connection: the peer's end of input not read %s", why)
         self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
+        if self._discarded is None:
+            if self.protocol.close_expected():  # a close sent, or a handshake refused: this read counts
+                self._lingering()
+            else:
+                self._read(data)
+                return
+        if len(data) <= _CLOSING_READ:
+            self._read(data)
+            return
+        for start in range(0, len(data), _CLOSING_READ):  # closing: a part at a time (_CLOSING_READ)
+            if self._aborted:
+                return
+            self._read(data[start : start + _CLOSING_READ])
+
+    def _read(self, data: bytes) -> None:
         super().data_received(data)
         transport = self.transport
         if self._discarded is not None:
