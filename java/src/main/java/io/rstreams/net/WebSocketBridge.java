@@ -174,6 +174,8 @@ final class WebSocketBridge extends ChannelDuplexHandler {
         {"received non-continuation data frame while inside fragmented message", "expected a continuation frame"},
         {"Invalid close frame getStatus code", "invalid status code"},
         {"Max frame length of", "frame exceeds limit of " + Pipelines.MAX_WS_MESSAGE + " bytes"},
+        // the one UTF-8 check left, text messages being refused whole (1003): rstreams' words for its 1007
+        {"bytes are not UTF-8", "a close reason that is not UTF-8"},
     };
 
     /**

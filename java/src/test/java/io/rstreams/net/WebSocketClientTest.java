@@ -133,8 +133,8 @@ public class WebSocketClientTest {
 
     /**
      * The status and reason of the close the client answers {@code sent} with (a server's frame,
-     * after its hello), without a goodbye before it; the server's answering close then ends the
-     * connection.
+     * after its hello), without a goodbye before it; the server's answering close (or, when
+     * {@code sent} was its close, the end of its output) then ends the connection.
      */
     private static String clientsClose(byte[] sent) throws Exception {
         try (ServerSocket listener = RawSockets.listen();
@@ -165,7 +165,11 @@ public class WebSocketClientTest {
                         }
                     }
                     if (opcode == 8) {
-                        out.write(frame(8, new byte[] {0x03, (byte) 0xEA})); // the server answers the close: the client ends the TCP connection
+                        if ((sent[0] & 0x0F) == 8) {
+                            server.shutdownOutput(); // its close was sent (and refused): it ends its output, the client its connection
+                        } else {
+                            out.write(frame(8, new byte[] {0x03, (byte) 0xEA})); // the server answers the close: the client ends the TCP connection
+                        }
                         assertEquals(in.read(), -1);
                         conn.onClose().get(20, TimeUnit.SECONDS);
                         return (((payload[0] & 0xFF) << 8) | (payload[1] & 0xFF)) + " " + new String(payload, 2, n - 2, StandardCharsets.UTF_8);
@@ -186,6 +190,12 @@ public class WebSocketClientTest {
         // §1: RS.io is binary; a text message that is not UTF-8 is refused the same way
         assertEquals(clientsClose(frame(1, "text".getBytes(StandardCharsets.UTF_8))), "1003 RS.io uses binary messages");
         assertEquals(clientsClose(frame(1, new byte[] {'t', (byte) 0xFF, 'x'})), "1003 RS.io uses binary messages");
+    }
+
+    @Test(timeOut = 60_000)
+    public void aCloseFromTheServerWhoseReasonIsNotUtf8IsAnsweredWith1007() throws Exception {
+        assertEquals(clientsClose(frame(8, new byte[] {0x03, (byte) 0xE8, 't', (byte) 0xFF})),
+                "1007 a close reason that is not UTF-8 (PROTOCOL.md §1)");
     }
 
     /** The error the client's stream ends with when its server's input ends after an element, over TCP or WebSocket. */

@@ -171,6 +171,15 @@ public class WebSocketLimitsTest {
     }
 
     @Test(timeOut = 60_000)
+    public void aCloseWhoseReasonIsNotUtf8IsAnsweredWith1007() throws Exception {
+        // RFC 6455 §8.1, as rstreams answers it (§1)
+        Closed closed = send(frame(8, true, new byte[] {0x03, (byte) 0xE8, 't', (byte) 0xFF}));
+        assertEquals(closed.status(), 1007, closed.toString());
+        assertEquals(closed.reason(), "a close reason that is not UTF-8 (PROTOCOL.md §1)");
+        assertTrue(!anyGoodbye(closed.frames()), closed.frames().toString());
+    }
+
+    @Test(timeOut = 60_000)
     public void aTextMessageThatIsNotUtf8IsClosedAsAnyTextMessage() throws Exception {
         Closed closed = send(frame(1, true, new byte[] {'t', (byte) 0xFF, 'x'}));
         assertEquals(closed.status(), 1003, closed.toString());
