@@ -601,7 +601,7 @@ def test_the_client_suite_names_bad_options_before_running(
     from rstreams.conformance.clients import main as clients_main
 
     with pytest.raises(SystemExit) as exit_info:
-        clients_main(["--client", "never-run {url}", *argv])
+        clients_main(["--client", "never-run {url} {publisher} {script}", *argv])
     assert exit_info.value.code == 2
     prog = "python -m rstreams.conformance.clients"
     assert capsys.readouterr().err == f"{prog}: {says} (see {prog} --help)\n"
