@@ -243,8 +243,15 @@ class Server:
         """Let the adapter finish its script: answer its goodbye, see its input end, collect its output.
 
         Frames the client sends meanwhile are checked by the monitor; a goodbye is answered
-        with a goodbye (§9.1). Returns the adapter, whose events the case then checks.
+        with a goodbye (§9.1). A goodbye the case already read (an error goodbye, or the answer
+        to ours) ends our side at once, as a server does once it has read it: over WebSocket,
+        which cannot half-close, the client waits for our close (§10), its 2 s linger otherwise.
+        Returns the adapter, whose events the case then checks.
         """
+        if self.monitor.goodbye is not None and not any(isinstance(f, Goodbye) for f in self._pending):
+            await self.link.write_eof()  # what it still sent before our close is read and checked below
+            while await self.frame("the end of the client's input") is not None:
+                pass
         while not self.eof:
             frame = await self.frame("the client's goodbye or the end of its input")
             if isinstance(frame, Goodbye):
