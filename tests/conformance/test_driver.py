@@ -85,6 +85,14 @@ def test_cited_sections_exist() -> None:
             assert match.group(1) in headings, f"{c.id} cites §{match.group(1)}, which PROTOCOL.md lacks"
 
 
+def test_the_empty_writes_rule_quotes_section_1_as_it_reads() -> None:
+    """fr.empty_writes sends empty WebSocket messages: its rule is §1's sentence that makes them
+    valid, word for word (it quoted the older "one or more messages per WebSocket message")."""
+    (text,) = (c.text for c in CASES if c.id == "fr.empty_writes")
+    quoted = text.split(" (here:")[0]
+    assert " ".join((quoted[0].lower() + quoted[1:]).split()) in " ".join(PROTOCOL.split())
+
+
 def test_docs_catalogue_is_current() -> None:
     """docs/conformance.md's generated tables match the cases (regenerate: --list --markdown)."""
     docs = (Path(__file__).resolve().parents[2] / "docs" / "conformance.md").read_text()

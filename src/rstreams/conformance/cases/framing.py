@@ -216,8 +216,10 @@ async def _many_one_write(ctx: Context) -> None:
 @case(
     "fr.empty_writes",
     "PROTOCOL.md §1",
-    "One or more messages per binary WebSocket message; frame boundaries need not line up with WebSocket "
-    "message boundaries (here: empty writes between frames).",
+    "A binary WebSocket message carries any run of the byte stream: one or more messages, a part of one, "
+    "or nothing, an empty WebSocket message being valid and meaning nothing; frame boundaries need not "
+    "line up with WebSocket message boundaries (here: empty writes between frames, over WebSocket each an "
+    "empty message).",
     needs=("range",),
 )
 async def _empty_writes(ctx: Context) -> None:
