@@ -5,6 +5,8 @@ server run in one process and one event loop over loopback TCP, so each figure i
 of both ends for one operation:
 
   rr       one ``conn.request("echo?d=12345678")`` round trip
+  rr-fresh the same with a new name every time (``echo?d=00000000``, ``echo?d=00000001``, ...):
+           no subscribe repeats the last one, so neither end reuses its bytes or its frame
   rr-metadata  the same with ~100 bytes of subscribe metadata (as request-response-metadata)
   rr-metadata-fresh  the same with a new traceparent (a new dict) for every request
   latency  one element on an open stream: ``request(1)`` -> ``on_next``
@@ -90,13 +92,14 @@ from net_rstreams import CONFIG, OneAtATime, WindowSubscriber, _bench, _echo, fr
 
 from rstreams.net import Connection, UnknownPublisherError, connect, serve
 
-RSTREAMS_MODES = ("rr", "rr-metadata", "rr-metadata-fresh", "latency", "large", "small", "refuse")
+RSTREAMS_MODES = ("rr", "rr-fresh", "rr-metadata", "rr-metadata-fresh", "latency", "large", "small", "refuse")
 PLAIN_MODES = ("ceiling", "floor-rr", "floor-latency")
 """Modes without rstreams: the ceiling's and the floor's client and server (stdlib only)."""
 MODES = RSTREAMS_MODES + PLAIN_MODES
 WARM_UP = {
     "rr": 200,
     "rr-metadata": 200,
+    "rr-fresh": 200,
     "rr-metadata-fresh": 200,
     "latency": 200,
     "large": 200,
@@ -110,6 +113,7 @@ WARM_UP = {
 COUNTS = {
     "rr": 2000,
     "rr-metadata": 2000,
+    "rr-fresh": 2000,
     "rr-metadata-fresh": 2000,
     "latency": 2000,
     "large": 4000,
@@ -122,6 +126,7 @@ COUNTS = {
 COUNTS_UNDER_VALGRIND = {
     "rr": 300,
     "rr-metadata": 300,
+    "rr-fresh": 300,
     "rr-metadata-fresh": 300,
     "latency": 300,
     "large": 300,
@@ -204,6 +209,18 @@ async def _operations(conn: Connection, mode: str) -> Callable[[int], Awaitable[
                     raise AssertionError("wrong echo")
 
         return rr
+    if mode == "rr-fresh":
+        sent = 0
+
+        async def rr_fresh(n: int) -> None:
+            nonlocal sent
+            names = [(f"echo?d={i:08d}", b"%08d" % i) for i in range(sent, sent + n)]  # made first
+            sent += n
+            for name, value in names:
+                if await conn.request(name) != value:
+                    raise AssertionError("wrong echo")
+
+        return rr_fresh
     if mode == "rr-metadata":
         metadata = metadata_of(100)
 
