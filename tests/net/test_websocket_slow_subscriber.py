@@ -62,7 +62,8 @@ def _run_jumping(main: Callable[[_Jumping], Coroutine[Any, Any, None]]) -> None:
 
 
 class _Slow:
-    """Requests every element at once and takes STEP seconds of the loop's clock over each."""
+    """Requests every element at once, takes STEP seconds of the loop's clock over each, and
+    requests one more after each (its demand kept up, written after the peer's close)."""
 
     def __init__(self, loop: _Jumping) -> None:
         self.loop = loop
@@ -70,11 +71,13 @@ class _Slow:
         self.end: asyncio.Future[BaseException | None] = loop.create_future()
 
     def on_subscribe(self, subscription: Subscription) -> None:
+        self.subscription = subscription
         subscription.request(ELEMENTS)
 
     def on_next(self, item: bytes) -> None:
         self.items.append(item)
         self.loop.offset += STEP
+        self.subscription.request(1)
 
     def on_error(self, error: BaseException) -> None:
         self.end.set_result(error)
@@ -177,7 +180,10 @@ def test_a_slow_subscriber_gets_every_element_and_the_completion_of_a_peer_that_
     """Was, over ws://: the 2 s bound on the close, started when the peer's close frame was read
     (with its first message), ran out while the subscribers were busy with the first parts of
     that message, and aborted the socket: the rest of the message and the messages websockets
-    queued were dropped, every stream failed with ``input ended without a goodbye``."""
+    queued were dropped, every stream failed with ``input ended without a goodbye``. With that
+    bound fixed, the subscribers' requests did the same: written after the peer's close, each
+    waited in websockets' ``send`` for ``close_timeout`` (2 s) from that close, then aborted the
+    socket (a stream or more one element short)."""
 
     async def main(loop: _Jumping) -> None:
         listener, done = await _publisher(scheme)

@@ -696,6 +696,12 @@ class WebSocketTransport(Transport):
         return cast(BaseException, closed)
 
     async def _write_loop(self) -> None:
+        """Send what is queued, then, once closing, the close. Once a close was sent or read
+        (websockets' state is no longer OPEN), what is queued is dropped, not sent: nothing more
+        can go out, and websockets' ``send`` would wait for the end of the connection until
+        ``close_timeout`` after the peer's close was read, then abort the socket. A subscriber
+        that requests more while it works slowly through the peer's last messages had them
+        dropped so, 2 s after that close, as the linger's time did (:meth:`_PongLimit._linger_time`)."""
         ws = self._ws
         while True:
             while not self._out:
@@ -709,7 +715,8 @@ class WebSocketTransport(Transport):
             view = memoryview(data)
             for start in range(0, len(data), MAX_MESSAGE):
                 piece = view[start : start + MAX_MESSAGE]
-                await ws.send(piece)
+                if ws.protocol.state is OPEN:
+                    await ws.send(piece)
                 self._size -= len(piece)
                 if self._paused and self._size <= self._low:
                     self._paused = False
