@@ -317,6 +317,7 @@ class AdmittingServer:
         self._reading = False
         self._closed = False
         self._retry: asyncio.TimerHandle | None = None
+        self._handshake_timeout: float | None = None
 
     @classmethod
     def start(
@@ -325,8 +326,12 @@ class AdmittingServer:
         factory: Callable[[], asyncio.BaseProtocol],
         admission: Admission,
         ssl: _ssl.SSLContext | None,
+        handshake_timeout: float | None = None,
     ) -> AdmittingServer:
+        """Accept from ``server``'s sockets within ``admission``'s budget; ``handshake_timeout``:
+        the seconds a TLS handshake has (``None``: asyncio's 60 s)."""
         gate = cls(server, factory, admission, ssl)
+        gate._handshake_timeout = handshake_timeout
         admission.add_gate(gate)
         return gate
 
@@ -378,7 +383,9 @@ class AdmittingServer:
 
     async def _connect(self, sock: socket.socket) -> None:
         try:
-            await self._loop.connect_accepted_socket(self._factory, sock, ssl=self._ssl)
+            await self._loop.connect_accepted_socket(
+                self._factory, sock, ssl=self._ssl, ssl_handshake_timeout=self._handshake_timeout
+            )
             if self._tls_cost:
                 self._admission.charge(self._tls_cost)  # its handshake: see the module docstring
         except (SystemExit, KeyboardInterrupt):

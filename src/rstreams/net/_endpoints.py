@@ -156,15 +156,18 @@ async def listen_endpoint(
     ``accepted``: for ``wss``, called with each accepted socket's WebSocket connection as it is
     made, in the task that then awaits its TLS handshake (a ``wss`` handler is made only after
     the TLS and HTTP handshakes; :meth:`~rstreams.net._pending.Doorway.accepted`).
-    ``handshake_timeout``: for ``ws``/``wss``, the seconds a connection has for its opening
-    handshake, the HTTP upgrade (websockets' ``open_timeout``, counted once the socket is up;
-    websockets bounds a TLS handshake it makes itself by it too), after which it is closed
-    without an answer; ``None``: no limit. ``serve()`` passes its own, so that the upgrade is
-    bounded by the same seconds as the clientHello after it.
+    ``handshake_timeout``: for ``tls``, the seconds a connection has for its TLS handshake
+    (asyncio's ``ssl_handshake_timeout``); for ``ws``/``wss``, for its opening handshake, the
+    HTTP upgrade (websockets' ``open_timeout``, counted once the socket is up; websockets bounds
+    a TLS handshake it makes itself by it too); after it the connection is closed without an
+    answer. ``None``: no limit (asyncio's own 60 s for a ``tls`` handshake). ``serve()`` passes
+    its own, so that the opening is bounded by the same seconds as the clientHello after it.
     """
     loop = asyncio.get_running_loop()
     context = _check_ssl(endpoint, ssl, server=True)
     scheme = endpoint.scheme
+    # tls: a peer that connects and says nothing would hold its TLS handshake for asyncio's 60 s
+    tls_timeout = handshake_timeout if context is not None else None
     if admission is None and context is not None and not isinstance(loop, asyncio.BaseEventLoop):
         # asyncio's own loops make each accepted connection in a task that then awaits its TLS
         # handshake, where a server closing finds and aborts it (rstreams.net._pending.Doorway);
@@ -181,12 +184,17 @@ async def listen_endpoint(
             server = await loop.create_unix_server(protocol, endpoint.path, start_serving=serving)
         else:
             server = await loop.create_server(
-                protocol, endpoint.host, endpoint.port, ssl=context, start_serving=serving
+                protocol,
+                endpoint.host,
+                endpoint.port,
+                ssl=context,
+                ssl_handshake_timeout=tls_timeout,
+                start_serving=serving,
             )
         bound = endpoint if scheme == "unix" else endpoint.with_port(server.sockets[0].getsockname()[1])
         if admission is None:
             return Listener(bound, server)
-        return Listener(bound, AdmittingServer.start(server, protocol, admission, context))
+        return Listener(bound, AdmittingServer.start(server, protocol, admission, context, tls_timeout))
     from http import HTTPStatus
 
     from rstreams.net._closing import LINGER_SECONDS

@@ -244,10 +244,11 @@ async def serve(
             local publishers stops above ``high_water`` and resumes below ``low_water``.
         handshake_timeout: seconds (default 10) a new connection has to send its
             clientHello, counted from when its transport is up (for ``tls``, after the TLS
-            handshake, which asyncio bounds on its own; for ``ws``/``wss``, after the
-            WebSocket handshake, which is bounded by the same seconds: a socket whose HTTP
-            upgrade is not done that long after its transport came up is closed without an
-            answer), and only from then: the
+            handshake, which is bounded by the same seconds: a socket whose handshake is not
+            done that long after its accept is closed without an answer; for ``ws``/``wss``,
+            after the WebSocket handshake, bounded the same way: a socket whose HTTP upgrade is
+            not done that long after its transport came up is closed without an answer), and
+            only from then: the
             first bytes of a hello do not restart it, nor (with ``resume=``) those that tell a
             new session from a resume. A connection whose clientHello has not come whole by
             then is sent a goodbye ``"handshake timeout (...)"`` and closed. ``None``: no
@@ -458,7 +459,7 @@ async def serve(
         admission=admission,
         origins=allowed,
         accepted=doorway.accepted,  # (wss: each connection before its TLS handshake)
-        handshake_timeout=handshake_timeout,  # (ws, wss: the upgrade's bound too)
+        handshake_timeout=handshake_timeout,  # (tls: the TLS handshake's bound too; ws, wss: the upgrade's)
     )
     if address is not None and server._metrics is not None:
         try:
