@@ -5,7 +5,8 @@ included) and see exactly what comes back. Each :class:`RawTransport` writes byt
 reads whatever arrived (``b""`` at end of input), half-closes if the transport can,
 and aborts. A WebSocket carries the bytes in binary messages (PROTOCOL.md §1: frame
 boundaries need not line up with message boundaries); it cannot half-close, so the
-end of our input is its close handshake, after which nothing more can be read. TLS
+end of our output is our close frame, and our input ends at the peer's (what it sent
+before that is still read). TLS
 cannot half-close either (asyncio's TLS transport has no ``write_eof``): there the end
 of our input is TLS close_notify and the close of the socket. A WebSocket's library queues
 at most ``rstreams.net``'s ``INPUT_FRAMES`` frames read and not yet taken (as every connection
@@ -104,6 +105,7 @@ class _WebSocketTransport:
     def __init__(self, ws: Any) -> None:
         self._ws = ws
         self.local_address = address_text(ws.transport.get_extra_info("sockname"))
+        self._closing: asyncio.Future[None] | None = None
 
     async def write(self, data: bytes) -> None:
         from websockets.exceptions import ConnectionClosed
@@ -123,8 +125,18 @@ class _WebSocketTransport:
         return bytes(message)
 
     async def write_eof(self) -> None:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._ws.close(), 2.0)
+        """Send our close frame and return, as TCP's FIN is sent: the peer's close frame (or the
+        end of its TCP connection) then ends our input, read by :meth:`read` as before.
+
+        Waiting for the close handshake here would wait on the reader: a peer still sending
+        (an endless stream) fills the library's queue of messages not yet taken, the library
+        stops reading the socket, and the peer's close frame behind them stays unread until
+        the handshake's deadline.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._ws.close())  # it finishes at the connection's end
+            self._closing.add_done_callback(lambda done: done.cancelled() or done.exception())  # seen
+            await asyncio.sleep(0)  # the task's first step writes the close frame (then it waits)
 
     def abort(self) -> None:
         self._ws.transport.abort()
