@@ -269,7 +269,7 @@ export class ResumableSession extends SessionStream {
       this._acknowledged(payload);
     } else if (code === TOKEN && this.token === null) {
       if (payload.length < 1 || payload.length > MAX_TOKEN) {
-        throw new ProtocolError(`resumeToken of ${payload.length} bytes; a token has 1 to ${MAX_TOKEN}`, "§16.2");
+        throw new ProtocolError(`resumeToken of ${payload.length} bytes; a token is 1 to ${MAX_TOKEN} bytes`, "§16.2");
       }
       this.token = payload.slice();
     } else {

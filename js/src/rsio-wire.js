@@ -349,7 +349,7 @@ const DECODERS = {
     const subscriber = r.id();
     const count = r.bigint();
     const size = sizeOf(subscriber);
-    if (!size) throw new ProtocolError(`onNextPacked for subscriber ${subscriber}, whose onSubscribe had elementSize 0`, "§7");
+    if (!size) throw new ProtocolError(`onNextPacked for subscriber ${subscriber}, which has no onSubscribe with an elementSize above 0`, "§7");
     if (count === 0n) throw new ProtocolError(`onNextPacked for subscriber ${subscriber} with count 0`, "§7");
     const total = count * BigInt(size);
     if (total > BigInt(r.limits.maxElementSize)) {

@@ -1122,7 +1122,7 @@ export class Connection {
       return;
     }
     if (this.state !== "CLOSING" && this._decoder.pending) { // a truncated message: say so if we still can
-      this._violation(new ProtocolError("the input ended inside a message", "§9.3"));
+      this._violation(new ProtocolError(`input ended inside a frame (${this._decoder.pending} bytes of an incomplete frame)`, "§9.3"));
       return;
     }
     const how = this._transport.ending === undefined ? "" : `: ${this._transport.ending}`;

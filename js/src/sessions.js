@@ -283,9 +283,10 @@ export class ServerSession extends SessionStream {
     let at;
     try {
       const size = varint(0, "resume token length");
-      if (size.value < 1n || size.value > BigInt(MAX_TOKEN) || size.next + Number(size.value) > payload.length) {
+      if (size.value < 1n || size.value > BigInt(MAX_TOKEN)) {
         throw new Error(`resume token length ${size.value} is not 1 to ${MAX_TOKEN} bytes`);
       }
+      if (size.next + Number(size.value) > payload.length) throw new Error(`resume token length ${size.value} runs past the payload`);
       const tokenEnd = size.next + Number(size.value);
       token = payload.slice(size.next, tokenEnd);
       const got = varint(tokenEnd, "resume position");

@@ -50,6 +50,7 @@ const CASES = [
   ["onNextLastPart data above max_element_size", "client", 0, "0b010081808008"],
   ["onNextPacked beyond max_element_size", "client", 8, "090181808001"],
   ["onNextPacked for a stream of elementSize 0", "client", 0, "090101"],
+  ["onNextPacked for a subscriber never subscribed", "client", 8, `090901${"00".repeat(8)}`],
   ["an extension message no extension owns", "server", 0, "fe00"],
   ["an extension message no extension owns, its length above max_string_length", "server", 0, "fe81800400"],
   ["an extension payload above max_string_length", "server", 0, "8081800400"],

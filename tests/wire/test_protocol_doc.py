@@ -1174,12 +1174,12 @@ CORE_GOODBYES: list[tuple[str, Callable[[], str], str]] = [
     (
         "packed, elementSize 0",
         lambda: _goodbye(_client_with(), b"\x09\x01\x01\x00"),
-        "onNextPacked for subscriber N, whose onSubscribe had elementSize 0",
+        "onNextPacked for subscriber N, which has no onSubscribe with an elementSize above 0",
     ),
     (
         "packed, id 9",
         lambda: _goodbye(_client_with(), b"\x09\x09\x01" + bytes(8)),
-        "onNextPacked for subscriber N, whose onSubscribe had elementSize 0",
+        "onNextPacked for subscriber N, which has no onSubscribe with an elementSize above 0",
     ),
     ("packed, count 0", lambda: _goodbye(_client_with(element_size=8), b"\x09\x01\x00"), "with count 0"),
     (

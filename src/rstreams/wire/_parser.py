@@ -813,7 +813,8 @@ class FrameParser:
         size = self.element_sizes.get(sid, 0)
         if not size:
             raise FrameError(
-                f"onNextPacked for subscriber {sid}, whose onSubscribe had elementSize 0", section="7"
+                f"onNextPacked for subscriber {sid}, which has no onSubscribe with an elementSize above 0",
+                section="7",
             )
         if count == 0:
             raise FrameError(f"onNextPacked for subscriber {sid} with count 0", section="7")

@@ -107,7 +107,7 @@ def decode_position(payload: bytes, what: str) -> int:
 def decode_token(payload: bytes) -> bytes:
     """Payload of ``resumeToken``: the token itself, 1 to :data:`MAX_TOKEN_SIZE` bytes."""
     if not 1 <= len(payload) <= MAX_TOKEN_SIZE:
-        raise ResumeError(f"resumeToken of {len(payload)} bytes; 1 to {MAX_TOKEN_SIZE} allowed", section="2")
+        raise ResumeError(f"resumeToken of {len(payload)} bytes; a token is 1 to {MAX_TOKEN_SIZE} bytes", section="2")
     return bytes(payload)
 
 
@@ -130,8 +130,10 @@ class ResumeRequest:
 def decode_resume(payload: bytes) -> ResumeRequest:
     """Payload of ``resume``; :class:`ResumeError` if malformed."""
     size, pos = _varint(payload, 0, "resume token length")
-    if not 1 <= size <= MAX_TOKEN_SIZE or pos + size > len(payload):
+    if not 1 <= size <= MAX_TOKEN_SIZE:
         raise ResumeError(f"resume token length {size} is not 1 to {MAX_TOKEN_SIZE} bytes", section="2")
+    if pos + size > len(payload):
+        raise ResumeError(f"resume token length {size} runs past the payload", section="2")
     token = bytes(payload[pos : pos + size])
     position, end = _varint(payload, pos + size, "resume position")
     if end != len(payload):

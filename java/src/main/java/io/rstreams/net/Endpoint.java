@@ -1204,9 +1204,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         try {
             switch (x.type()) {
                 case FrameType.RESUME_TOKEN -> {
-                    if (conn.side() == Connection.Side.SERVER || replay.token != null
-                            || x.payload().length < 1 || x.payload().length > 64) {
-                        throw new ProtocolException("resumeToken sent to a server, sent twice, or not 1-64 bytes (PROTOCOL.md §16.2)");
+                    if (conn.side() == Connection.Side.SERVER || replay.token != null) {
+                        throw new ProtocolException("message type 0x88 is not allowed inside a session (PROTOCOL.md §16.2)");
+                    }
+                    if (x.payload().length < 1 || x.payload().length > 64) {
+                        throw new ProtocolException("resumeToken of " + x.payload().length
+                                + " bytes; a token is 1 to 64 bytes (PROTOCOL.md §16.2)");
                     }
                     replay.token = x.payload();
                 }
@@ -1219,7 +1222,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                     }
                 }
                 default -> throw new ProtocolException(String.format(
-                        "message type 0x%02x inside a session: resume, resumed and resumeRefused start a new transport (PROTOCOL.md §16.2)",
+                        "message type 0x%02x is not allowed inside a session (PROTOCOL.md §16.2)",
                         x.type()));
             }
         } catch (ProtocolException e) {

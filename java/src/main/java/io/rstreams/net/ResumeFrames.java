@@ -230,8 +230,11 @@ final class ResumeFrames {
     static Object[] tokenAndPosition(byte[] payload) throws ProtocolException {
         int[] at = {0};
         long tl = readVarint(payload, at, "resume token length");
-        if (tl < 1 || tl > 64 || at[0] + tl > payload.length) {
+        if (tl < 1 || tl > 64) {
             throw malformed("resume token length " + Long.toUnsignedString(tl) + " is not 1 to 64 bytes");
+        }
+        if (at[0] + tl > payload.length) {
+            throw malformed("resume token length " + tl + " runs past the payload");
         }
         byte[] token = new byte[(int) tl];
         System.arraycopy(payload, at[0], token, 0, token.length);

@@ -203,7 +203,7 @@ public final class FrameParser {
                 long size = elementSizes.getOrDefault(sid, 0L);
                 if (size == 0) {
                     throw new ProtocolException("onNextPacked for subscriber " + Long.toUnsignedString(sid)
-                            + ", whose onSubscribe had elementSize 0 (PROTOCOL.md §7)");
+                            + ", which has no onSubscribe with an elementSize above 0 (PROTOCOL.md §7)");
                 }
                 if (count == 0) {
                     throw new ProtocolException("onNextPacked for subscriber " + Long.toUnsignedString(sid)
