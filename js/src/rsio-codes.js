@@ -8,7 +8,7 @@
 // check() applies it to the next frame, or fails with the §19.1 violation. Sending is the
 // reverse: qualify() gives the qualifier to write just before an onError or goodbye.
 
-import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
+import { CODES, EXTENSIONS, ProtocolError, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
 
 const { errorCode: ERROR_CODE, goodbyeCode: GOODBYE_CODE } = EXTENSIONS.errorCodes.types;
 
@@ -58,6 +58,23 @@ function varints(payload, count, what) {
   return values;
 }
 
+/**
+ * The connection error of a qualifier (§17.1, §18.1, §19.1: `name`, type byte `code`, for
+ * `subscriber`, none for a goodbyeCode) followed by `frame` where `target` (a frame type) must
+ * come, or by its target for another id, cited in `section`; a second one of its type says so.
+ */
+export function notQualified(name, code, subscriber, frame, target, section) {
+  const next = frame.type === "extension" ? frame.code : CODES[frame.type];
+  if (next === code) return new ProtocolError(`two ${name} (0x${hex2(code)}) messages before one ${target}`, section);
+  const whose = subscriber === undefined ? "" : ` for subscriber ${subscriber}`;
+  const other = frame.type === target ? ` for subscriber ${frame.subscriber}` : "";
+  const its = subscriber === undefined ? `a ${target}` : `its ${target}`;
+  return new ProtocolError(`${name} (0x${hex2(code)})${whose} followed by message type 0x${hex2(next)}${other}, not by ${its}`,
+    section);
+}
+
+const hex2 = (n) => n.toString(16).padStart(2, "0");
+
 /** A code as a Number when it fits (every registered one does), else the BigInt. */
 function number(value) {
   return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
@@ -71,9 +88,6 @@ export class Qualifiers {
 
   /** A qualifier arrived (`code` its type): keep it for the next message. */
   take(type, payload) {
-    if (this._pending !== null) {
-      throw new ProtocolError("a second errorCode or goodbyeCode before the message it qualifies", "§19.1");
-    }
     if (type === ERROR_CODE) {
       const [subscriber, code] = varints(payload, 2, "errorCode");
       this._pending = { subscriber: number(subscriber), code: number(code) };
@@ -90,11 +104,10 @@ export class Qualifiers {
     this._pending = null;
     if (pending.subscriber === undefined) {
       if (frame.type === "goodbye") return pending.code;
-      throw new ProtocolError(`goodbyeCode followed by ${frame.type}, not by a goodbye`, "§19.1");
+      throw notQualified("goodbyeCode", GOODBYE_CODE, undefined, frame, "goodbye", "§19.1");
     }
     if (frame.type === "onError" && BigInt(frame.subscriber) === BigInt(pending.subscriber)) return pending.code;
-    throw new ProtocolError(`errorCode for subscriber ${pending.subscriber} followed by ${frame.type}`
-      + `${frame.subscriber === undefined ? "" : ` for subscriber ${frame.subscriber}`}, not by its onError`, "§19.1");
+    throw notQualified("errorCode", ERROR_CODE, pending.subscriber, frame, "onError", "§19.1");
   }
 
   /** Whether `frame` is a qualifier (an extension message of error-codes that is not reserved). */

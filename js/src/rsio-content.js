@@ -6,6 +6,7 @@
 // qualifies (check), or fails with the §17.1 violation. The announced type is kept on the
 // subscription; decoderForType() gives the decoder of a built-in type (§17.3), if any.
 
+import { notQualified } from "./rsio-codes.js";
 import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
 import { pythonRepr } from "./rsio-url.js";
 
@@ -110,7 +111,6 @@ export class ContentTypes {
     if (pending === null) return null;
     this._pending = null;
     if (frame.type === "onSubscribe" && BigInt(frame.subscriber) === BigInt(pending.subscriber)) return pending.mediaType;
-    throw new ProtocolError(`contentType for subscriber ${pending.subscriber} followed by ${frame.type}`
-      + `${frame.subscriber === undefined ? "" : ` for subscriber ${frame.subscriber}`}, not by its onSubscribe`, "§17.1");
+    throw notQualified("contentType", CONTENT_TYPE, pending.subscriber, frame, "onSubscribe", "§17.1");
   }
 }

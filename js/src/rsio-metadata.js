@@ -8,6 +8,7 @@
 // (check), or fails with the §18.1 violation. The entries reach whatever decides about that
 // subscribe (the authorize hook, the publisher or channel factory) as a SubscribeMetadata.
 
+import { notQualified } from "./rsio-codes.js";
 import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
 import { pythonRepr } from "./rsio-url.js";
 
@@ -115,22 +116,22 @@ export class MetadataQualifier {
 
   /** A subscribeMetadata arrived: keep it for the subscribe it qualifies. */
   take(payload) {
-    const received = decodeMetadata(payload, this._limits);
-    if (this._pending !== null) {
-      throw new ProtocolError(`two 0x${SUBSCRIBE_METADATA.toString(16)} messages before one Subscribe`, "§18.1");
-    }
-    this._pending = received;
+    this._pending = decodeMetadata(payload, this._limits);
   }
 
-  /** The metadata of subscribe `frame` (NO_METADATA without any); throws if the kept one is for another id. */
-  check(frame) {
+  /** Throws if a subscribeMetadata is kept and `frame`, the message right after it, is not its subscribe. */
+  follows(frame) {
+    const pending = this._pending;
+    if (pending === null || (frame.type === "subscribe" && BigInt(pending.subscriber) === BigInt(frame.subscriber))) return;
+    this._pending = null;
+    throw notQualified("subscribeMetadata", SUBSCRIBE_METADATA, pending.subscriber, frame, "subscribe", "§18.1");
+  }
+
+  /** The metadata of subscribe `frame` (NO_METADATA without any), which `follows` let through. */
+  check() {
     const pending = this._pending;
     if (pending === null) return NO_METADATA;
     this._pending = null;
-    if (BigInt(pending.subscriber) !== BigInt(frame.subscriber)) {
-      throw new ProtocolError(`0x${SUBSCRIBE_METADATA.toString(16)} for subscriber ${pending.subscriber} followed by `
-        + `a Subscribe for subscriber ${frame.subscriber}`, "§18.1");
-    }
     return pending.metadata;
   }
 }

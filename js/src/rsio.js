@@ -894,6 +894,7 @@ export class Connection {
     if (this.state === "CLOSING" && frame.type !== "goodbye" && !Qualifiers.is(frame)) return; // §9.1, §19.1
     frame.qualifier = this._qualifiers.check(frame); // the code of an errorCode/goodbyeCode just before
     frame.contentType = this._contentTypes.check(frame); // the type of a contentType just before
+    this._metadata.follows(frame); // a subscribeMetadata just before: for this subscribe (§18.1)
     const handler = HANDLERS[frame.type];
     if (handler === undefined) throw new ProtocolError(`unexpected ${frame.type} from the ${this._role.peer}`, "§4.1");
     handler(this, frame);
@@ -1295,7 +1296,7 @@ const HANDLERS = {
   },
   subscribe(conn, frame) {
     frame.channel = conn._channels.marked(frame); // a channel's subscribe (§21.3)
-    frame.metadata = conn._metadata.check(frame); // its subscribeMetadata (§18.1)
+    frame.metadata = conn._metadata.check(); // its subscribeMetadata (§18.1)
     if (conn._gate !== null) conn._gate.subscribe(frame); // held or checked first (§15.3, §15.4)
     else conn._serving.subscribe(frame);
   },

@@ -81,6 +81,20 @@ const CASES = [
   ["a second onSubscribe", "client", 0, "070100"],
   ["two elements beyond a demand of one", "client", 0, "080101610801016208010163"],
   ["onNextPacked beyond the demand", "client", 8, `0901020${"0".repeat(31)}`],
+  // a qualifier not followed by the message it qualifies (§17.1, §18.1, §19.1)
+  ["an errorCode followed by onComplete", "client", 0, "980201020c01", { extensions: [6] }],
+  ["an errorCode followed by onNext", "client", 0, "9802010208010161", { extensions: [6] }],
+  ["an errorCode followed by a goodbyeCode", "client", 0, "9802010299010b", { extensions: [6] }],
+  ["two errorCodes before one onError", "client", 0, "98020102980201020d010178", { extensions: [6] }],
+  ["an errorCode for another id than its onError's", "client", 0, "980202020d010178", { extensions: [6] }],
+  ["a goodbyeCode followed by a request", "server", 0, `${sub}99010b050101`, { extensions: [6] }],
+  ["two goodbyeCodes before one goodbye", "server", 0, "99010b99010b0300", { extensions: [6] }],
+  ["a contentType followed by onError", "client", 0, "900401612f620d010178", { extensions: [4] }],
+  ["two contentTypes before one onSubscribe", "client", 0, "900401612f62900401612f62", { extensions: [4] }],
+  ["a contentType for another id than its onSubscribe's", "client", 0, "900402612f62070100", { extensions: [4] }],
+  ["a subscribeMetadata followed by a request", "server", 0, `${sub}94020200050101`, { extensions: [5] }],
+  ["two subscribeMetadata before one subscribe", "server", 0, `9402010094020100${sub}`, { extensions: [5] }],
+  ["a subscribeMetadata for another id than its subscribe's", "server", 0, `94020200${sub}`, { extensions: [5] }],
 ];
 
 // [what, the first bytes of a transport to a server with resume (PROTOCOL.md §16.3)]: a resume it

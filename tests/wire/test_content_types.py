@@ -89,8 +89,12 @@ def test_a_content_type_for_an_on_subscribe_dropped_after_cancel_is_dropped_with
         (encode(ExtensionMessage(type=CONTENT_TYPE, payload=b"\x01json")), "type/subtype"),
         (encode(ExtensionMessage(type=CONTENT_TYPE, payload=b"\x01text/pl\xc3\xa9")), "US-ASCII"),
         (encode(ExtensionMessage(type=CONTENT_TYPE, payload=b"\x01a/" + b"b" * 300)), "1..255"),
-        (_ct(1, "a/b") + _ct(1, "a/c"), "two 0x90"),
-        (_ct(2, "a/b") + encode(OnSubscribe(subscriber=1)), "subscriber 2"),
+        (_ct(1, "a/b") + _ct(1, "a/c"), "two contentType (0x90) messages before one onSubscribe"),
+        (
+            _ct(2, "a/b") + encode(OnSubscribe(subscriber=1)),
+            "contentType (0x90) for subscriber 2"
+            " followed by message type 0x07 for subscriber 1, not by its onSubscribe",
+        ),
     ],
 )
 def test_a_broken_content_type_is_a_connection_error_citing_17_1(data: bytes, words: str) -> None:

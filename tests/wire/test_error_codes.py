@@ -141,12 +141,13 @@ def _client_with_subscription(sid: int = 1) -> Core:
         (encode(ExtensionMessage(type=ERROR_CODE, payload=b"\x01\x80\x00")), "bad varint"),
         (
             encode(ExtensionMessage(type=ERROR_CODE, payload=encode_error_code(1, 2))) * 2,
-            "two 0x98",
+            "two errorCode (0x98) messages before one onError",
         ),
         (
             encode(ExtensionMessage(type=ERROR_CODE, payload=encode_error_code(2, 2)))
             + encode(OnError(subscriber=1, error="x")),
-            "subscriber 2",
+            "errorCode (0x98) for subscriber 2"
+            " followed by message type 0x0d for subscriber 1, not by its onError",
         ),
     ],
 )

@@ -225,8 +225,12 @@ def test_a_malformed_payload_is_a_connection_error_citing_18_1(payload: bytes, w
 
 def test_two_before_one_subscribe_or_another_id_are_connection_errors() -> None:
     for data, words in (
-        (_md(1, {}) + _md(1, {}), "two 0x94"),
-        (_md(2, {}) + encode(Subscribe(publisher="p", subscriber=1)), "subscriber 2"),
+        (_md(1, {}) + _md(1, {}), "two subscribeMetadata (0x94) messages before one subscribe"),
+        (
+            _md(2, {}) + encode(Subscribe(publisher="p", subscriber=1)),
+            "subscribeMetadata (0x94) for subscriber 2"
+            " followed by message type 0x04 for subscriber 1, not by its subscribe",
+        ),
     ):
         conn = _server()
         conn.receive_data(data)
@@ -318,8 +322,15 @@ def test_the_same_payload_again_is_the_same_metadata_even_for_another_id() -> No
 def test_a_remembered_payload_still_needs_its_subscribe_next_and_only_one() -> None:
     """The remembered decoding skips no check: the id must match, and two in a row fail."""
     for data, words in (
-        (_md(1, {"x": b"1"}) + _md(1, {"x": b"1"}), "two 0x94"),
-        (_md(2, {"x": b"1"}) + encode(Subscribe(publisher="p", subscriber=1)), "subscriber 2"),
+        (
+            _md(1, {"x": b"1"}) + _md(1, {"x": b"1"}),
+            "two subscribeMetadata (0x94) messages before one subscribe",
+        ),
+        (
+            _md(2, {"x": b"1"}) + encode(Subscribe(publisher="p", subscriber=1)),
+            "subscribeMetadata (0x94) for subscriber 2"
+            " followed by message type 0x04 for subscriber 1, not by its subscribe",
+        ),
     ):
         conn = _server()
         conn.receive_data(_md(5, {"x": b"1"}) + encode(Subscribe(publisher="p", subscriber=5)))  # remembered

@@ -1388,11 +1388,9 @@ def test_the_bindings_tests_10_names_for_its_goodbyes_exist() -> None:
         assert "goodbye" in (ROOT / path).read_text(encoding="utf-8").lower(), path
 
 
-def test_a_qualifier_followed_by_another_type_is_kept_by_rstreams_as_19_1_says() -> None:
-    """§19.1 says what a receiver may do with a qualifier not followed by what it qualifies (the
-    document listed only a second qualifier and another id; the Java and JavaScript bindings
-    end the connection, rstreams keeps the qualifier): when rstreams starts refusing it, this
-    fails and §19.1 must say so."""
+def test_a_qualifier_followed_by_another_type_ends_the_connection_as_19_1_says() -> None:
+    """§19.1: a qualifier not followed by what it qualifies ends the connection in the three
+    bindings, with the words §19.1 quotes."""
     core = Connection(Side.CLIENT, ConnectionConfig(extensions=frozenset({6})))
     core.receive_data(encode(ServerHello(extensions=(6,))))
     core.send(Subscribe(publisher="p", subscriber=1, initial_demand=1))
@@ -1400,10 +1398,15 @@ def test_a_qualifier_followed_by_another_type_is_kept_by_rstreams_as_19_1_says()
     core.receive_data(
         b"\x98\x02\x01\x02" + encode(OnComplete(subscriber=1))
     )  # errorCode(1, 2), onComplete(1)
-    assert not [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
+    closed = [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
+    text = (
+        "errorCode (0x98) for subscriber 1"
+        " followed by message type 0x0c, not by its onError (PROTOCOL.md §19.1)"
+    )
+    assert [c.reason for c in closed] == [text]
     flat = " ".join(SECTIONS["19.1"].split())
-    assert "a receiver MAY end the connection for it" in flat
-    assert "The Java and JavaScript bindings do; `rstreams` does not" in flat
+    assert "the three bindings end the connection for it" in flat
+    assert f"`{text}`" in flat
 
 
 def test_elements_in_cancelled_are_not_counted_against_demand_as_5_2_says() -> None:

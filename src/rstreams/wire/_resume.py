@@ -107,7 +107,10 @@ def decode_position(payload: bytes, what: str) -> int:
 def decode_token(payload: bytes) -> bytes:
     """Payload of ``resumeToken``: the token itself, 1 to :data:`MAX_TOKEN_SIZE` bytes."""
     if not 1 <= len(payload) <= MAX_TOKEN_SIZE:
-        raise ResumeError(f"resumeToken of {len(payload)} bytes; a token is 1 to {MAX_TOKEN_SIZE} bytes", section="2")
+        raise ResumeError(
+            f"resumeToken of {len(payload)} bytes; a token is 1 to {MAX_TOKEN_SIZE} bytes",
+            section="2",
+        )
     return bytes(payload)
 
 

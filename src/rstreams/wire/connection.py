@@ -106,6 +106,7 @@ from rstreams.wire.extensions import (
     SUBSCRIBE_METADATA,
 )
 from rstreams.wire.frames import (
+    FRAME_TYPES,
     ON_NEXT_HEADERS,
     PROTOCOL_VERSION,
     Cancel,
@@ -191,6 +192,24 @@ qualified message's class, the section whose rules they follow); §17.1, §19.1,
 payload decoders (-> subscriber id, value) are each connection's ``_decoders``. The one
 qualifier most subscribes carry, subscribeMetadata (§18.1), has a path of its own: the
 connection holds it in ``_held_metadata`` and emits it as a :class:`Metadata` event."""
+
+_ADJACENT: dict[int, tuple[str, str, type[Frame], str]] = {
+    CONTENT_TYPE: ("contentType", "its onSubscribe", OnSubscribe, "17.1"),
+    SUBSCRIBE_METADATA: ("subscribeMetadata", "its subscribe", Subscribe, "18.1"),
+    ERROR_CODE: ("errorCode", "its onError", OnError, "19.1"),
+    GOODBYE_CODE: ("goodbyeCode", "a goodbye", Goodbye, "19.1"),
+}
+"""The qualifiers whose message must come right after them (§19.1: a channel mark, §21.3, need
+not): type -> (their name, what they qualify, its class, their section)."""
+
+
+def _two(kind: int) -> str:
+    """The violation of a second qualifier of type ``kind`` before the message it qualifies."""
+    if kind not in _ADJACENT:
+        return f"two 0x{kind:02x} messages before one {_QUALIFIERS[kind][0].__name__}"
+    name, target, _, _ = _ADJACENT[kind]
+    return f"two {name} (0x{kind:02x}) messages before one {target.split()[-1]}"
+
 
 _new_metadata = Metadata.__new__
 _set_entries = Metadata.__dict__["_entries"].__set__  # a received dict, wrapped without a copy
@@ -307,6 +326,7 @@ class Connection:
         }
         self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
         self._held_metadata: tuple[int, Metadata] | None = None  # subscribeMetadata, awaiting its subscribe
+        self._held = 0  # the type of the qualifier held for the very next message (_ADJACENT), or 0
         self.peer_hello: ClientHello | ServerHello | None = None
         self.acknowledge_cancels = True
         """Whether a received cancel is answered at once with its onComplete (§5.4). A driver that
@@ -422,7 +442,7 @@ class Connection:
                 sid = f.subscriber
                 elements = f.elements
                 st = subs.get(sid)
-                if st is not None and st.state is FLOWING and self._state is _OPEN:
+                if st is not None and st.state is FLOWING and self._state is _OPEN and not self._held:
                     credit = st.credit
                     if credit == UNBOUNDED:
                         events.append(f)
@@ -433,6 +453,8 @@ class Connection:
                         events.append(f)
                         continue
                 # Not all within demand (or not open): judge element by element, as OnNext frames.
+                if self._held and self._state is _OPEN and self._refuse_after_qualifier(f):
+                    break
                 if self._receive_elements(sid, elements):
                     break
                 continue
@@ -447,7 +469,7 @@ class Connection:
             if type(f) is Request:  # receive_request's, no state change (read from the table)
                 st = self._publishing.get(f.subscriber)
                 n = f.demand
-                if st is not None and 0 < n <= UNBOUNDED and st.state in REQUEST_KEEPS:
+                if st is not None and 0 < n <= UNBOUNDED and st.state in REQUEST_KEEPS and not self._held:
                     credit = st.credit + n
                     st.credit = credit if credit < UNBOUNDED else UNBOUNDED
                     events.append(f)
@@ -459,7 +481,7 @@ class Connection:
                     st is not None
                     and st.state is _SUBSCRIBED
                     and st.credit
-                    and not self._qualifiers
+                    and not self._held
                     and sid not in self._split_parts
                 ):
                     st.state = _ACCEPTED  # the onSubscribe (the onNext keeps the state) ...
@@ -478,7 +500,7 @@ class Connection:
                     continue
             elif type(f) is OnSubscribe:
                 st = subs.get(f.subscriber)
-                if st is not None and st.state is _SUBSCRIBED and not self._qualifiers:
+                if st is not None and st.state is _SUBSCRIBED and not self._held:
                     st.state = _ACCEPTED  # ours() and the table's step
                     st.element_size = f.element_size
                     events.append(f)
@@ -489,7 +511,7 @@ class Connection:
                 if (
                     st is not None
                     and st.state in _ENDABLE
-                    and not self._qualifiers
+                    and not self._held
                     and sid not in self._split_parts
                 ):
                     self._streams.close(st, _ON_COMPLETE)
@@ -497,16 +519,19 @@ class Connection:
                     continue
             elif type(f) is OnNext:  # an element within demand (a core that batches none)
                 st = subs.get(f.subscriber)
-                if st is not None and st.state is FLOWING and st.credit:
+                if st is not None and st.state is FLOWING and st.credit and not self._held:
                     if st.credit != UNBOUNDED:
                         st.credit -= 1
                     events.append(f)
                     continue
             # A subscribeMetadata the parser read (FrameParser.metadata_window), nothing held yet:
             # _recv_metadata's common case.
-            elif type(f) is tuple and self._held_metadata is None:
+            elif type(f) is tuple and not self._held:
                 self._held_metadata = f
+                self._held = SUBSCRIBE_METADATA
                 continue
+            if self._held and self._refuse_after_qualifier(f):  # not the message it qualifies
+                break
             handlers[f.__class__](f)  # (OnNextBatch was handled above)
             if self._state is _CLOSED:
                 break
@@ -1066,28 +1091,63 @@ class Connection:
         for the subscribe it qualifies, which must come next (§18.1). The common case of one the
         parser read, nothing held yet, is also written out in :meth:`receive`."""
         if self._held_metadata is not None:
-            self._fail(ExtensionError("two 0x94 messages before one Subscribe", section="18.1"))
+            self._fail(ExtensionError(_two(SUBSCRIBE_METADATA), section="18.1"))
             return
         self._held_metadata = held
+        self._held = SUBSCRIBE_METADATA
 
     def _qualify(self, kind: int, payload: bytes) -> None:
         """A qualifier (§19.1): held until the message it qualifies, which must come next."""
-        target, section = _QUALIFIERS[kind]
+        section = _QUALIFIERS[kind][1]
         try:
             sid, value = self._decoders[kind](payload)
         except RemoteProtocolError as error:  # malformed (the extension's section) or a limit (§11)
             self._fail(error)
             return
         if kind in self._qualifiers:
-            self._fail(
-                ExtensionError(f"two 0x{kind:02x} messages before one {target.__name__}", section=section)
-            )
+            self._fail(ExtensionError(_two(kind), section=section))
             return
         self._qualifiers[kind] = (sid, value)
+        if kind in _ADJACENT:
+            self._held = kind
+
+    def _refuse_after_qualifier(self, f: Frame | Answer | HeldMetadata | OnNextBatch) -> bool:
+        """``f`` came right after the qualifier held (``_held``): ``False`` if it is the message
+        that qualifier qualifies (of its id); else the connection fails, citing the qualifier's
+        section (the sender's MUST of §19.1), and ``True``."""
+        kind = self._held
+        name, target, cls, section = _ADJACENT[kind]
+        held = self._held_metadata if kind == SUBSCRIBE_METADATA else self._qualifiers[kind]
+        held_sid = held[0] if held is not None else 0
+        f_type: int
+        f_cls: type
+        if type(f) is Answer:
+            f_type, f_cls = FrameType.ON_SUBSCRIBE, OnSubscribe
+        elif type(f) is OnNextBatch:
+            f_type, f_cls = FrameType.ON_NEXT, OnNext
+        elif type(f) is tuple:
+            f_type, f_cls = SUBSCRIBE_METADATA, tuple
+        elif type(f) is ExtensionMessage:
+            f_type, f_cls = f.type, ExtensionMessage
+        else:
+            f_type, f_cls = FRAME_TYPES[type(f)], type(f)  # type: ignore[index]
+        if f_cls is cls and (kind == GOODBYE_CODE or f.subscriber == held_sid):  # type: ignore[union-attr]
+            self._held = 0
+            return False
+        if f_type == kind:
+            text = _two(kind)
+        else:
+            whose = "" if kind == GOODBYE_CODE else f" for subscriber {held_sid}"
+            other = f" for subscriber {f.subscriber}" if f_cls is cls else ""  # type: ignore[union-attr]
+            text = f"{name} (0x{kind:02x}){whose} followed by message type 0x{f_type:02x}{other}"
+            text += f", not by {target}"
+        self._fail(ExtensionError(text, section=section))
+        return True
 
     def _take_qualifiers(self, cls: type[Frame], sid: int) -> list[Qualifier] | None:
         """The held qualifiers of the ``cls`` message for ``sid`` that just arrived; ``None``
-        after failing the connection because one was meant for another id (§19.1)."""
+        after failing the connection because one was meant for another id (a channel mark,
+        §21.3: the others were checked when the message arrived, ``_refuse_after_qualifier``)."""
         taken: list[Qualifier] = []
         for kind in list(self._qualifiers):  # a copy: taken ones are popped
             if _QUALIFIERS[kind][0] is not cls:
@@ -1121,8 +1181,8 @@ class Connection:
             if held[0] != f.subscriber:
                 self._fail(
                     ExtensionError(
-                        f"0x{SUBSCRIBE_METADATA:02x} for subscriber {held[0]} followed by a Subscribe "
-                        f"for subscriber {f.subscriber}",
+                        f"subscribeMetadata (0x94) for subscriber {held[0]} followed by message type 0x04 "
+                        f"for subscriber {f.subscriber}, not by its subscribe",
                         section="18.1",
                     )
                 )
@@ -1324,6 +1384,7 @@ class Connection:
         self._error = error
         self._qualifiers.clear()
         self._held_metadata = None
+        self._held = 0
         self._close_all_streams()
         self._events.append(ConnectionClosed(error=error, reason=reason, code=code))
 

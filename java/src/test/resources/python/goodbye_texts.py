@@ -124,6 +124,20 @@ def cases(root: Path) -> list[tuple[str, str, int, str, dict[str, Any]]]:
         ("a second onSubscribe", "client", 0, "070100", {}),
         ("two elements beyond a demand of one", "client", 0, "080101610801016208010163", {}),
         ("onNextPacked beyond the demand", "client", 8, "090102" + "00" * 16, {}),
+        # a qualifier not followed by the message it qualifies (§17.1, §18.1, §19.1)
+        ("an errorCode followed by onComplete", "client", 0, "980201020c01", EXT6),
+        ("an errorCode followed by onNext", "client", 0, "9802010208010161", EXT6),
+        ("an errorCode followed by a goodbyeCode", "client", 0, "9802010299010b", EXT6),
+        ("two errorCodes before one onError", "client", 0, "98020102980201020d010178", EXT6),
+        ("an errorCode for another id than its onError's", "client", 0, "980202020d010178", EXT6),
+        ("a goodbyeCode followed by a request", "server", 0, f"{SUB}99010b050101", EXT6),
+        ("two goodbyeCodes before one goodbye", "server", 0, "99010b99010b0300", EXT6),
+        ("a contentType followed by onError", "client", 0, "900401612f620d010178", EXT4),
+        ("two contentTypes before one onSubscribe", "client", 0, "900401612f62900401612f62", EXT4),
+        ("a contentType for another id than its onSubscribe's", "client", 0, "900402612f62070100", EXT4),
+        ("a subscribeMetadata followed by a request", "server", 0, f"{SUB}94020200050101", EXT5),
+        ("two subscribeMetadata before one subscribe", "server", 0, f"9402010094020100{SUB}", EXT5),
+        ("a subscribeMetadata for another id than its subscribe's", "server", 0, f"94020200{SUB}", EXT5),
     ]
     return [(what, side, size, data.replace(" ", ""), limits) for what, side, size, data, limits in out]
 

@@ -448,22 +448,35 @@ public final class Connection {
      */
     private Long qualifiedCode(Frame f) throws ProtocolException {
         qualified = false;
-        if (f instanceof Frame.Extension x && (x.type() == FrameType.ERROR_CODE || x.type() == FrameType.GOODBYE_CODE)) {
-            throw new ProtocolException("a second errorCode or goodbyeCode before the message it qualifies (PROTOCOL.md §19.1)");
-        }
         if (qualifiesGoodbye) {
             if (f instanceof Frame.Goodbye) {
                 return qualifiedCode;
             }
-            throw new ProtocolException(String.format(
-                    "goodbyeCode followed by message type 0x%02x, not by a goodbye (PROTOCOL.md §19.1)", f.type()));
+            throw notQualified("goodbyeCode", FrameType.GOODBYE_CODE, null, f, null, "goodbye", "19.1");
         }
         if (f instanceof Frame.OnError e && e.subscriber() == qualifiedId) {
             return qualifiedCode;
         }
-        throw new ProtocolException(String.format("errorCode for subscriber %s followed by message type 0x%02x%s, "
-                + "not by its onError (PROTOCOL.md §19.1)", Long.toUnsignedString(qualifiedId), f.type(),
-                f instanceof Frame.OnError e ? " for subscriber " + Long.toUnsignedString(e.subscriber()) : ""));
+        throw notQualified("errorCode", FrameType.ERROR_CODE, qualifiedId, f,
+                f instanceof Frame.OnError e ? e.subscriber() : null, "onError", "19.1");
+    }
+
+    /**
+     * The connection error of a qualifier ({@code name}, type byte {@code code}, for {@code subscriber},
+     * null for a goodbyeCode) followed by {@code f} where {@code target} must come, or by its target
+     * for another id ({@code fSubscriber}), citing {@code section}; a second one of its type says so
+     * (§17.1, §18.1, §19.1: the words are rstreams').
+     */
+    private static ProtocolException notQualified(String name, int code, Long subscriber, Frame f, Long fSubscriber,
+            String target, String section) {
+        if (f.type() == code) {
+            return new ProtocolException(String.format("two %s (0x%02x) messages before one %s (PROTOCOL.md §%s)",
+                    name, code, target, section));
+        }
+        return new ProtocolException(String.format("%s (0x%02x)%s followed by message type 0x%02x%s, not by %s %s (PROTOCOL.md §%s)",
+                name, code, subscriber == null ? "" : " for subscriber " + Long.toUnsignedString(subscriber), f.type(),
+                fSubscriber == null ? "" : " for subscriber " + Long.toUnsignedString(fSubscriber),
+                subscriber == null ? "a" : "its", target, section));
     }
 
     /** The media type a held contentType gives {@code f}; a connection error if {@code f} is not its onSubscribe (§17.1). */
@@ -473,12 +486,8 @@ public final class Connection {
         if (f instanceof Frame.OnSubscribe o && o.subscriber() == held.subscriber()) {
             return held.mediaType();
         }
-        if (f instanceof Frame.Extension x && x.type() == FrameType.CONTENT_TYPE) {
-            throw new ProtocolException("two contentType (0x90) messages before one onSubscribe (PROTOCOL.md §17.1)");
-        }
-        throw new ProtocolException(String.format("contentType for subscriber %s followed by message type 0x%02x%s, "
-                + "not by its onSubscribe (PROTOCOL.md §17.1)", Long.toUnsignedString(held.subscriber()), f.type(),
-                f instanceof Frame.OnSubscribe o ? " for subscriber " + Long.toUnsignedString(o.subscriber()) : ""));
+        throw notQualified("contentType", FrameType.CONTENT_TYPE, held.subscriber(), f,
+                f instanceof Frame.OnSubscribe o ? o.subscriber() : null, "onSubscribe", "17.1");
     }
 
     /** The entries a held subscribeMetadata gives {@code f}; a connection error if {@code f} is not its subscribe (§18.1). */
@@ -488,18 +497,15 @@ public final class Connection {
         if (f instanceof Frame.Subscribe s && s.subscriber() == held.subscriber()) {
             return held.metadata();
         }
-        if (f instanceof Frame.Extension x && x.type() == FrameType.SUBSCRIBE_METADATA) {
-            throw new ProtocolException("two subscribeMetadata (0x94) messages before one subscribe (PROTOCOL.md §18.1)");
-        }
-        throw new ProtocolException(String.format("subscribeMetadata for subscriber %s followed by message type 0x%02x%s, "
-                + "not by its subscribe (PROTOCOL.md §18.1)", Long.toUnsignedString(held.subscriber()), f.type(),
-                f instanceof Frame.Subscribe s ? " for subscriber " + Long.toUnsignedString(s.subscriber()) : ""));
+        throw notQualified("subscribeMetadata", FrameType.SUBSCRIBE_METADATA, held.subscriber(), f,
+                f instanceof Frame.Subscribe s ? s.subscriber() : null, "subscribe", "18.1");
     }
 
     /** An errorCode or goodbyeCode: kept for the message that must follow it (§19.1). */
     private void qualifierReceived(Frame.Extension x) throws ProtocolException {
-        if (qualified) {
-            throw new ProtocolException("a second errorCode or goodbyeCode before the message it qualifies (PROTOCOL.md §19.1)");
+        if (qualified) { // after our goodbye (§9.1): a second goodbyeCode before the answering goodbye
+            throw qualifiesGoodbye ? notQualified("goodbyeCode", FrameType.GOODBYE_CODE, null, x, null, "goodbye", "19.1")
+                    : notQualified("errorCode", FrameType.ERROR_CODE, qualifiedId, x, null, "onError", "19.1");
         }
         boolean goodbye = x.type() == FrameType.GOODBYE_CODE;
         long[] fields = qualifierFields(x.payload(), goodbye ? 1 : 2, goodbye ? "goodbyeCode" : "errorCode");

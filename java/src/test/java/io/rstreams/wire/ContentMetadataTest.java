@@ -167,9 +167,9 @@ public class ContentMetadataTest {
         String serverHello = Hex.encode(FrameWriter.encode(new Frame.Hello(true, 0, List.of(4L, 5L)), 0));
         String md = "94 04 01 01 01 78 00".substring(0, 2) + " 05 01 01 01 78 00";
         Map<String, String> serverCases = Map.of(
-                md + " 05 01 01", "subscribeMetadata for subscriber 1 followed by message type 0x05, not by its subscribe (PROTOCOL.md §18.1)",
+                md + " 05 01 01", "subscribeMetadata (0x94) for subscriber 1 followed by message type 0x05, not by its subscribe (PROTOCOL.md §18.1)",
                 md + " " + md, "two subscribeMetadata (0x94) messages before one subscribe (PROTOCOL.md §18.1)",
-                md + " 04 01 61 02 01", "subscribeMetadata for subscriber 1 followed by message type 0x04 for subscriber 2, not by its "
+                md + " 04 01 61 02 01", "subscribeMetadata (0x94) for subscriber 1 followed by message type 0x04 for subscriber 2, not by its "
                         + "subscribe (PROTOCOL.md §18.1)");
         for (Map.Entry<String, String> c : serverCases.entrySet()) {
             Connection server = new Connection(Connection.Side.SERVER, Limits.DEFAULT, BOTH);
@@ -178,9 +178,9 @@ public class ContentMetadataTest {
         }
         String ct = "90 05 01 61 2f 62 63";
         Map<String, String> clientCases = Map.of(
-                ct + " 0c 01", "contentType for subscriber 1 followed by message type 0x0c, not by its onSubscribe (PROTOCOL.md §17.1)",
+                ct + " 0c 01", "contentType (0x90) for subscriber 1 followed by message type 0x0c, not by its onSubscribe (PROTOCOL.md §17.1)",
                 ct + " " + ct, "two contentType (0x90) messages before one onSubscribe (PROTOCOL.md §17.1)",
-                ct + " 07 02 00", "contentType for subscriber 1 followed by message type 0x07 for subscriber 2, not by its "
+                ct + " 07 02 00", "contentType (0x90) for subscriber 1 followed by message type 0x07 for subscriber 2, not by its "
                         + "onSubscribe (PROTOCOL.md §17.1)");
         for (Map.Entry<String, String> c : clientCases.entrySet()) {
             Connection client = new Connection(Connection.Side.CLIENT, Limits.DEFAULT, BOTH);
