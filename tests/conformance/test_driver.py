@@ -35,8 +35,10 @@ from rstreams.conformance._case import Case, Context
 from rstreams.conformance._monitor import Monitor
 from rstreams.net import serve
 from rstreams.wire import (
+    ClientHello,
     Connection,
     Frame,
+    Goodbye,
     OnComplete,
     OnNext,
     OnSubscribe,
@@ -628,3 +630,55 @@ def test_the_area_table_keeps_its_columns_for_every_title() -> None:
     table = out.getvalue().split("\n\n")[-1].splitlines()
     assert table[0].startswith("area ") and table[-1].startswith("total ")
     assert len({len(line) for line in table}) == 1, table
+
+
+class _WebSocketLikeLink:
+    """A client's connection as the client suite's server reads it over WebSocket: no half-close,
+    and, after its hello and its error goodbye, the client's input ends only once our side closed
+    (a client lingers after an error goodbye until the peer's close, §10)."""
+
+    half_close = False
+    local_address = "127.0.0.1:1"
+
+    def __init__(self) -> None:
+        self.ours_ended = asyncio.Event()
+        self.incoming = [encode(ClientHello()), encode(Goodbye(reason="unknown message type 63 (§10)"))]
+
+    async def write(self, data: bytes) -> None:
+        pass
+
+    async def read(self) -> bytes:
+        if self.incoming:
+            return self.incoming.pop(0)
+        await self.ours_ended.wait()
+        return b""
+
+    async def write_eof(self) -> None:
+        self.ours_ended.set()
+
+    def abort(self) -> None:
+        pass
+
+
+class _ExitedAdapter:
+    async def finish(self, timeout: float) -> None:  # noqa: ASYNC109
+        pass
+
+
+@pytest.mark.timeout(30)
+def test_the_client_suites_server_ends_its_side_once_it_read_the_clients_error_goodbye() -> None:
+    """Once a case has read the client's error goodbye, the scripted server ends its side at once
+    (over WebSocket, its close frame), as a server does, and does not wait for the client's end
+    of input: over WebSocket that comes only after the server's close, or at the client's 2 s
+    linger bound, which every such case waited out."""
+    from rstreams.conformance._client_suite import Server
+
+    async def play() -> None:
+        link = _WebSocketLikeLink()
+        server = Server(link, _ExitedAdapter(), timeout=5.0, quiet=0.1)  # type: ignore[arg-type]
+        await server.expect(ClientHello, "the clientHello")
+        await server.closed_with_goodbye("an unknown message type")
+        await asyncio.wait_for(server.finish(), 5.0)  # without the close: the read never ends
+        assert link.ours_ended.is_set()
+
+    asyncio.run(play())
