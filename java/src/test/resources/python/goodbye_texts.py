@@ -7,7 +7,10 @@ connection core must end with, byte for byte (the same cases as js/test/goodbye-
 Also the malformed resumes a server refuses for their form (§16.2, §16.7), with rstreams'
 resumeRefused reason for each (``parse_resume_request``).
 
-Run as ``python goodbye_texts.py REPO_ROOT``; writes ``[cases, resumes]`` as JSON: each case
+Also doubles with Python's ``format(x, "g")`` of each, as Java's PythonG must write them (a
+timeout in a goodbye).
+
+Run as ``python goodbye_texts.py REPO_ROOT``; writes ``[cases, resumes, numbers]`` as JSON: each case
 ``[what, side, limits, hello (hex: the peer's hello, or ""), onSubscribes (hex), data (hex),
 goodbye, onError]``, where side is "server" (after the peer's clientHello), "server-fresh"
 (nothing read yet) or "client" (subscribers 1 and 2 subscribed with demand 1, answered by the
@@ -17,6 +20,9 @@ onSubscribes); each resume ``[what, the transport's first bytes (hex), reason]``
 from __future__ import annotations
 
 import json
+import math
+import random
+import struct
 import sys
 from pathlib import Path
 from typing import Any
@@ -205,6 +211,31 @@ def refused(what: str, data: str) -> list[str]:
         return [what, data, error.reason]
 
 
+def numbers() -> list[list[str]]:
+    """[repr(x), format(x, "g")] of the doubles PythonG must write as Python does: ties rounded half
+    to even from the exact value (2**-9 is 0.001953125), the ends of the range, timeouts, and
+    pseudo-random doubles of every exponent and short decimals."""
+    rng = random.Random(7)
+    xs = [0.0, -0.0, 1.0, -1.5, 0.1 + 0.2, 2**-9, 1000005.0, 1234565.0, 999999.5, 9999995.0, 0.00009999995]
+    xs += [
+        0.000099999949,
+        123456.0,
+        1e21,
+        1e-7,
+        5e-324,
+        2.2250738585072014e-308,
+        sys.float_info.max,
+        2.0**53 + 2,
+    ]
+    xs += [60.0, 0.5, 1.1, 0.0001, 1e-5, 999999.0, 1e6, 1234567.5]
+    for i in range(2000):
+        if i % 2:
+            xs.append(struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0])
+        else:
+            xs.append(rng.randrange(10 ** (1 + i % 12)) / 10 ** (i % 9))
+    return [[repr(x), format(x, "g")] for x in xs if math.isfinite(x)]
+
+
 if __name__ == "__main__":
-    out = [[run(*case) for case in cases(Path(sys.argv[1]))], [refused(*r) for r in RESUMES]]
+    out = [[run(*case) for case in cases(Path(sys.argv[1]))], [refused(*r) for r in RESUMES], numbers()]
     json.dump(out, sys.stdout, ensure_ascii=True)

@@ -482,7 +482,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private void unreadExpired() {
         unreadTimer = null;
         if (backedUp && !ended && conversing()) {
-            String seconds = String.valueOf(options.unreadTimeout().toMillis() / 1000.0).replaceAll("\\.0$", "");
+            String seconds = PythonG.seconds(options.unreadTimeout());
             notReading("replies left unread for " + seconds + " s (unreadTimeout, PROTOCOL.md §6.3)");
         }
     }
@@ -1427,7 +1427,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         Duration limit = options.handshakeTimeout();
-        String seconds = String.valueOf(limit.toMillis() / 1000.0).replaceAll("\\.0$", "");
+        String seconds = PythonG.seconds(limit);
         if (conn.state() == Connection.State.AWAITING_HELLO) {
             if (!linkUp) {
                 channel.close();
@@ -1477,7 +1477,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         if (options.idleTimeout() != null && idle >= options.idleTimeout().toNanos()) {
-            String seconds = String.valueOf(options.idleTimeout().toMillis() / 1000.0).replaceAll("\\.0$", "");
+            String seconds = PythonG.seconds(options.idleTimeout());
             conn.abort("idle timeout: nothing received for " + seconds + " s (PROTOCOL.md §14.2)", ErrorCode.TIMEOUT);
             process();
             return;

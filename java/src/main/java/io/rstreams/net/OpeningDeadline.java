@@ -28,9 +28,9 @@ final class OpeningDeadline extends ChannelInboundHandlerAdapter {
         return expired;
     }
 
-    /** The bound, in seconds as the error says it ({@code 0.3}, {@code 10}). */
+    /** The bound, in seconds as the error says it ({@code 0.3}, {@code 10}; Python's :g). */
     String seconds() {
-        return String.valueOf(bound.toMillis() / 1000.0).replaceAll("\\.0$", "");
+        return PythonG.seconds(bound);
     }
 
     @Override

@@ -16,6 +16,7 @@ import io.rstreams.wire.FrameParser;
 import io.rstreams.wire.Limits;
 import io.rstreams.wire.ProtocolException;
 import java.math.BigInteger;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -32,7 +33,8 @@ import org.testng.annotations.Test;
  * docs/protocol-vectors.json, the malformed qualifiers of its 'invalid_payloads', and the other
  * framing, handshake, stream and limit errors of PROTOCOL.md §2-§8, §11 and §14; and the malformed
  * resumes a server refuses for their form (§16.2, §16.7), read as {@link ResumeSniffer} reads them
- * ({@link ResumeFrames#take}, then {@link ResumeFrames#tokenAndPosition}). One Python process gives
+ * ({@link ResumeFrames#take}, then {@link ResumeFrames#tokenAndPosition}); and numbers as a timeout
+ * in a goodbye is written ({@link PythonG}, Python's {@code format(x, "g")}). One Python process gives
  * rstreams' texts for all of them.
  *
  * <p>The §11 limits are named as rstreams names them (max_string_length=65536), not as this
@@ -161,5 +163,20 @@ public class GoodbyeTextsTest {
     @Test(timeOut = 30_000)
     public void aMalformedResumeIsRefusedWithRstreamsReasonByteForByte() throws Exception {
         sameAsRstreams(reference().get(1), 10, List.of("resumeRefused"), 2, r -> List.of(refusal((String) r.get(1))));
+    }
+
+    @Test(timeOut = 30_000)
+    public void pythonGWritesEveryNumberAsPythonsFormatGDoes() throws Exception {
+        sameAsRstreams(reference().get(2), 1000, List.of("format(x, 'g')"), 1,
+                n -> List.of(PythonG.of(Double.parseDouble((String) n.get(0)))));
+    }
+
+    @Test(timeOut = 30_000)
+    public void aTimeoutInAGoodbyeIsWrittenAsRstreamsWritesIt() {
+        assertEquals(PythonG.seconds(Duration.ofNanos(100_000)), "0.0001");
+        assertEquals(PythonG.seconds(Duration.ofSeconds(1_000_000)), "1e+06");
+        assertEquals(PythonG.seconds(Duration.ofMillis(1500)), "1.5");
+        assertEquals(PythonG.seconds(Duration.ofSeconds(60)), "60");
+        assertEquals(PythonG.seconds(Duration.ofNanos(10_000)), "1e-05");
     }
 }
