@@ -156,7 +156,7 @@ public class ResumeTest {
         resume[1] = 18;
         resume[2] = 16;
         String answer = rawSession(resume, hooked);
-        assertTrue(answer.contains("start a new transport (PROTOCOL.md §16.2)"), answer);
+        assertTrue(answer.contains("message type 0x89 is not allowed inside a session (PROTOCOL.md §16.2)"), answer);
         assertTrue(hooked.terminated.get(10, TimeUnit.SECONDS) instanceof ConnectionClosedException);
     }
 
