@@ -81,6 +81,7 @@ const CASES = [
   ["a second onSubscribe", "client", 0, "070100"],
   ["two elements beyond a demand of one", "client", 0, "080101610801016208010163"],
   ["onNextPacked beyond the demand", "client", 8, `0901020${"0".repeat(31)}`],
+  ["input ending inside a request", "server", 0, `${sub}0501`, { eof: true }],
   // a qualifier not followed by the message it qualifies (§17.1, §18.1, §19.1)
   ["an errorCode followed by onComplete", "client", 0, "980201020c01", { extensions: [6] }],
   ["an errorCode followed by onNext", "client", 0, "9802010208010161", { extensions: [6] }],
@@ -147,7 +148,8 @@ from rstreams.wire._resume import ResumeError, parse_resume_request
 cases, resumes, timeouts, numbers = json.load(sys.stdin)
 out = []
 for what, side, size, data, limits in cases:
-    limits = {k: frozenset(v) if k == "extensions" else v for k, v in limits.items()}
+    eof = limits.get("eof")
+    limits = {k: frozenset(v) if k == "extensions" else v for k, v in limits.items() if k != "eof"}
     if side.startswith("server"):
         core = Connection(Side.SERVER, ConnectionConfig(**limits))
         if side == "server":
@@ -161,6 +163,8 @@ for what, side, size, data, limits in cases:
         core.receive_data(encode(OnSubscribe(subscriber=2, element_size=0)))
     core.data_to_send(); core.events_received()
     core.receive_data(bytes.fromhex(data))  # (spaces allowed)
+    if eof:  # then the input ends
+        core.receive_eof()
     closed = [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
     parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 16, max_extensions=64)
     errors = [f.error for f in parser.feed(b"".join(core.data_to_send())) if isinstance(f, OnError)]
@@ -204,7 +208,7 @@ async function ours([, side, size, data, limits = {}]) {
   const ws = new FakeTransport();
   const never = { subscribe(s) { s.onSubscribe({ request() {}, cancel() {} }); } };
   const conn = new Connection(ws, { role: side.startsWith("server") ? "server" : "client", publishers: { p: never },
-    limits: Object.fromEntries(Object.entries(limits).filter(([k]) => k !== "extensions").map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v])), onerror: () => {}, keepalive: null, idleTimeout: null, handshakeTimeout: null });
+    limits: Object.fromEntries(Object.entries(limits).filter(([k]) => k !== "extensions" && k !== "eof").map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v])), onerror: () => {}, keepalive: null, idleTimeout: null, handshakeTimeout: null });
   const extensions = limits.extensions ?? [];
   if (side === "server") ws.feed({ type: "clientHello", version: 0, extensions });
   else if (side === "client") {
@@ -216,6 +220,10 @@ async function ours([, side, size, data, limits = {}]) {
   await tick();
   ws.feed(Uint8Array.from(Buffer.from(data.replace(/\s+/g, ""), "hex")));
   await tick();
+  if (limits.eof) { // then the input ends
+    ws.onend?.();
+    await tick();
+  }
   return [ws.of("goodbye").at(-1)?.reason ?? null, ws.of("onError")[0]?.error ?? null];
 }
 

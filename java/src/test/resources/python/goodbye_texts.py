@@ -130,6 +130,7 @@ def cases(root: Path) -> list[tuple[str, str, int, str, dict[str, Any]]]:
         ("a second onSubscribe", "client", 0, "070100", {}),
         ("two elements beyond a demand of one", "client", 0, "080101610801016208010163", {}),
         ("onNextPacked beyond the demand", "client", 8, "090102" + "00" * 16, {}),
+        ("input ending inside a request", "server", 0, f"{SUB}0501", {"eof": True}),
         # a qualifier not followed by the message it qualifies (§17.1, §18.1, §19.1)
         ("an errorCode followed by onComplete", "client", 0, "980201020c01", EXT6),
         ("an errorCode followed by onNext", "client", 0, "9802010208010161", EXT6),
@@ -151,7 +152,9 @@ def cases(root: Path) -> list[tuple[str, str, int, str, dict[str, Any]]]:
 def run(what: str, side: str, size: int, data: str, limits: dict[str, Any]) -> list[Any]:
     """The case as written for the Java side, with rstreams' goodbye reason and onError text."""
     extensions = tuple(limits.get("extensions", ()))
-    options: dict[str, Any] = {k: frozenset(v) if k == "extensions" else v for k, v in limits.items()}
+    options: dict[str, Any] = {
+        k: frozenset(v) if k == "extensions" else v for k, v in limits.items() if k != "eof"
+    }
     config = ConnectionConfig(**options)
     hello = subscribed = b""
     if side.startswith("server"):
@@ -171,6 +174,8 @@ def run(what: str, side: str, size: int, data: str, limits: dict[str, Any]) -> l
     core.data_to_send()
     core.events_received()
     core.receive_data(bytes.fromhex(data))
+    if limits.get("eof"):  # then the input ends
+        core.receive_eof()
     closed = [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
     parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 16, max_extensions=64)
     errors = [f.error for f in parser.feed(b"".join(core.data_to_send())) if isinstance(f, OnError)]

@@ -85,6 +85,9 @@ public class GoodbyeTextsTest {
         conn.dataToSend();
         conn.events();
         feed(conn, (String) c.get(5));
+        if (Boolean.TRUE.equals(limits.get("eof"))) { // then the input ends
+            conn.receiveEof();
+        }
         String goodbye = null;
         for (Event e : conn.events()) {
             if (e instanceof Event.Closed closed && goodbye == null) {
