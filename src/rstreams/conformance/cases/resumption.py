@@ -80,7 +80,7 @@ async def _session(ctx: Context) -> tuple[Peer, _Counting, bytes]:
     assert token is not None
     check(
         1 <= len(token) <= MAX_TOKEN_SIZE,
-        f"resumeToken of {len(token)} bytes; 1 to {MAX_TOKEN_SIZE} allowed (§16.2)",
+        f"resumeToken of {len(token)} bytes; a token is 1 to {MAX_TOKEN_SIZE} bytes (§16.2)",
     )
     return peer, counting, token
 
