@@ -329,6 +329,15 @@ def test_the_network_example_runs() -> None:
     assert lines == [str({"id": "kitchen", "seq": seq}) for seq in range(100, 105)]
 
 
+def test_the_tck_example_runs() -> None:
+    """README, "The TCK for your own implementation": the pytest class and ``verify_publisher``,
+    for a publisher of one's own (here ``rstreams.range``), pass every case."""
+    example = next(block for block in _python_blocks() if "verify_publisher(MyPublisher)" in block)
+    mine = "import rstreams\n\ndef MyPublisher(elements):\n    return rstreams.range(0, elements)\n\n"
+    check = "print(issubclass(TestMyPublisher, PublisherVerification), report.ok)\n"
+    assert run_snippet(mine + example + check).split() == ["True", "True"]
+
+
 def test_the_architecture_lists_every_rstreams_command() -> None:
     listed = re.search(r"`rstreams ((?:[a-z]+ \| )+[a-z]+)`", _architecture())
     assert listed, "README.md's architecture section lost the line of cli.py's commands"
