@@ -366,7 +366,7 @@ class Session:
         self._expiry = None
         self.fail(
             ConnectionBrokenError(
-                f"the session expired: its client did not resume within {self.resume.session_timeout:g} s"
+                f"the session was not resumed within {self.resume.session_timeout:g} s (PROTOCOL.md §16.3)"
             )
         )
 

@@ -1270,7 +1270,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             attemptFailed(null);
         } else if (expiry == null) {
             expiry = loop().schedule(() -> sessionFailed("the session was not resumed within "
-                    + options.resume().sessionTimeout().toSeconds() + " s (PROTOCOL.md §16.3)"),
+                    + PythonG.seconds(options.resume().sessionTimeout()) + " s (PROTOCOL.md §16.3)"),
                     options.resume().sessionTimeout().toMillis(), TimeUnit.MILLISECONDS);
         }
     }
