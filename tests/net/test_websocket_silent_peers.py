@@ -3,20 +3,20 @@ within its ``handshake_timeout`` (a slow-loris peer; the same seconds as for the
 after it, not websockets' own ``open_timeout`` of 10 s), and a client's connect to a server that
 accepts the socket and never answers fails instead of waiting for good.
 
-The server's bound is watched on an event loop whose clock the test moves ahead (:class:`_Jumping`):
+The server's bound is watched on an event loop whose clock the test moves ahead (:class:`JumpingLoop`):
 the sockets are real, the seconds are not."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import connect, serve
+from testkit.clock import JumpingLoop, run_jumping
 
 pytest.importorskip("websockets")
 
@@ -27,28 +27,6 @@ UPGRADE_REST = (
     b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
     b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: rsio.v0\r\n\r\n"
 )
-
-
-class _Jumping(asyncio.SelectorEventLoop):
-    """An event loop whose clock :meth:`jump` moves ahead: every timer due by then fires at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.offset = 0.0
-        self.slow_callback_duration = float("inf")  # (-X dev would call a step with a jump in it slow)
-
-    def time(self) -> float:
-        return super().time() + self.offset
-
-    def jump(self, seconds: float) -> None:
-        self.offset += seconds
-
-
-def _run_jumping(main: Callable[[_Jumping], Coroutine[Any, Any, None]]) -> None:
-    with asyncio.Runner(loop_factory=_Jumping) as runner:
-        loop = runner.get_loop()
-        assert isinstance(loop, _Jumping)
-        runner.run(main(loop))
 
 
 async def _upgrade_under_way(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -80,7 +58,7 @@ async def _closed(reader: asyncio.StreamReader) -> bool:
 
 
 def test_the_upgrade_has_the_handshake_timeout_not_websockets_ten_seconds() -> None:
-    async def main(loop: _Jumping) -> None:
+    async def main(loop: JumpingLoop) -> None:
         async with await serve("ws://127.0.0.1:0/rsio", {}, handshake_timeout=60) as server:
             reader, writer = await _upgrade_under_way(_port(server.url))
             loop.jump(30)  # past websockets' 10 s, within the 60 s asked for
@@ -89,11 +67,11 @@ def test_the_upgrade_has_the_handshake_timeout_not_websockets_ten_seconds() -> N
             writer.close()
         assert head.startswith(b"HTTP/1.1 101"), head
 
-    _run_jumping(main)
+    run_jumping(main)
 
 
 def test_a_socket_whose_upgrade_outlasts_the_handshake_timeout_is_closed() -> None:
-    async def main(loop: _Jumping) -> None:
+    async def main(loop: JumpingLoop) -> None:
         async with await serve("ws://127.0.0.1:0/rsio", {}, handshake_timeout=3) as server:
             reader, writer = await _upgrade_under_way(_port(server.url))
             loop.jump(3.5)  # past the 3 s asked for, within websockets' 10 s
@@ -101,7 +79,7 @@ def test_a_socket_whose_upgrade_outlasts_the_handshake_timeout_is_closed() -> No
             writer.close()
         assert closed
 
-    _run_jumping(main)
+    run_jumping(main)
 
 
 def _port(url: str) -> int:
@@ -113,7 +91,7 @@ def test_a_connect_to_a_server_that_never_answers_fails() -> None:
     loop's clock is the real one moved ahead: the real seconds since the connect began count too,
     and a loaded machine took more than the half second 9.5 s left.)"""
 
-    async def main(loop: _Jumping) -> None:
+    async def main(loop: JumpingLoop) -> None:
         listener, accepted = await _silent_server()
         try:
             task = await _opening(listener.sockets[0].getsockname()[1], None, accepted)
@@ -134,7 +112,7 @@ def test_a_connect_to_a_server_that_never_answers_fails() -> None:
                 writer.close()
             listener.close()
 
-    _run_jumping(main)
+    run_jumping(main)
 
 
 async def _silent_server() -> tuple[asyncio.Server, list[asyncio.StreamWriter]]:
@@ -171,7 +149,7 @@ def test_a_clients_opening_has_its_handshake_timeout_not_websockets_ten_seconds(
     """``connect(handshake_timeout=N)`` bounds a ``ws://`` opening at N s: still waiting 30 s in
     with 60 asked (websockets alone gave up at 10), failed 3.5 s in with 3 asked."""
 
-    async def main(loop: _Jumping) -> None:
+    async def main(loop: JumpingLoop) -> None:
         listener, accepted = await _silent_server()
         try:
             task = await _opening(listener.sockets[0].getsockname()[1], asked, accepted)
@@ -194,4 +172,4 @@ def test_a_clients_opening_has_its_handshake_timeout_not_websockets_ten_seconds(
                 writer.close()
             listener.close()
 
-    _run_jumping(main)
+    run_jumping(main)

@@ -14,8 +14,6 @@ further messages and its close wait in websockets, read with the first one."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 import pytest
 
@@ -31,6 +29,7 @@ from rstreams.wire import (
     Subscribe,
     encode,
 )
+from testkit.clock import JumpingLoop, run_jumping
 from testkit.rawws import accept_upgrade
 
 pytest.importorskip("websockets")
@@ -42,30 +41,11 @@ ELEMENTS = 10  # on each stream: 800 in all
 STEP = 0.1  # a subscriber's seconds for each element
 
 
-class _Jumping(asyncio.SelectorEventLoop):
-    """An event loop whose clock moves ahead by ``offset``: every timer due by then fires."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.offset = 0.0
-        self.slow_callback_duration = float("inf")  # (-X dev would call a step with a jump in it slow)
-
-    def time(self) -> float:
-        return super().time() + self.offset
-
-
-def _run_jumping(main: Callable[[_Jumping], Coroutine[Any, Any, None]]) -> None:
-    with asyncio.Runner(loop_factory=_Jumping) as runner:
-        loop = runner.get_loop()
-        assert isinstance(loop, _Jumping)
-        runner.run(main(loop))
-
-
 class _Slow:
     """Requests every element at once, takes STEP seconds of the loop's clock over each, and
     requests one more after each (its demand kept up, written after the peer's close)."""
 
-    def __init__(self, loop: _Jumping) -> None:
+    def __init__(self, loop: JumpingLoop) -> None:
         self.loop = loop
         self.items: list[bytes] = []
         self.end: asyncio.Future[BaseException | None] = loop.create_future()
@@ -76,7 +56,7 @@ class _Slow:
 
     def on_next(self, item: bytes) -> None:
         self.items.append(item)
-        self.loop.offset += STEP
+        self.loop.jump(STEP)
         self.subscription.request(1)
 
     def on_error(self, error: BaseException) -> None:
@@ -185,7 +165,7 @@ def test_a_slow_subscriber_gets_every_element_and_the_completion_of_a_peer_that_
     waited in websockets' ``send`` for ``close_timeout`` (2 s) from that close, then aborted the
     socket (a stream or more one element short)."""
 
-    async def main(loop: _Jumping) -> None:
+    async def main(loop: JumpingLoop) -> None:
         listener, done = await _publisher(scheme)
         port = listener.sockets[0].getsockname()[1]
         url = f"ws://127.0.0.1:{port}/rsio" if scheme == "ws" else f"tcp://127.0.0.1:{port}"
@@ -203,4 +183,4 @@ def test_a_slow_subscriber_gets_every_element_and_the_completion_of_a_peer_that_
         assert ends == [None] * STREAMS, {repr(end) for end in ends}
         assert loop.offset > STREAMS * ELEMENTS * STEP - 1  # (the subscribers' time: 80 s)
 
-    _run_jumping(main)
+    run_jumping(main)
