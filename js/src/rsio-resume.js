@@ -20,7 +20,7 @@
 // bound has arrived, else `ackDelay` ms after anything arrived, but never for bytes that
 // were only the server's own acknowledgements. Timers go through the Connection's clock.
 
-import { FrameDecoder, ProtocolError, concat, decodeVarint, encodeFrame, encodeVarint, EXTENSIONS } from "./rsio-wire.js";
+import { ProtocolError, concat, decodeVarint, encodeFrame, encodeVarint, EXTENSIONS } from "./rsio-wire.js";
 
 const { resumeToken: TOKEN, resume: RESUME, resumed: RESUMED, resumeRefused: REFUSED, resumeAck: ACK } =
   EXTENSIONS.resume.types;
@@ -56,14 +56,102 @@ export function abortLink(link) {
   else link.close();
 }
 
-/** The one varint position of a resume message's payload (§16.2). */
+const SERVER_HELLO = 0x02;
+const GOODBYE = 0x03;
+const MAX_RESUME_PAYLOAD = 256; // bytes of a resume-exchange message read outside the session (§16.7)
+const hex2 = (code) => code.toString(16).padStart(2, "0");
+
+/** A ProtocolError's text without its "(PROTOCOL.md §N)". */
+const bare = (error) => error.message.replace(/ \(PROTOCOL\.md §[0-9.]+\)$/, "");
+
+/** The varint at `at`, or null if the bytes end first; a malformed one is a ProtocolError naming `what` (§16.2). */
+function varintOf(bytes, at, what) {
+  try {
+    return decodeVarint(bytes, at);
+  } catch (error) {
+    throw new ProtocolError(`${what}: ${bare(error)}`, "§16.2");
+  }
+}
+
+/** The one varint position of a resumed or resumeAck (`what`) payload (§16.2), refused in rstreams' words. */
 export function position(payload, what) {
-  let got = null;
-  try { got = decodeVarint(payload, 0); } catch { /* a varint that breaks §2.1: not a position either */ }
-  if (got === null || got.next !== payload.length) {
-    throw new ProtocolError(`${what} payload is not exactly one varint position`, "§16.2");
+  const got = varintOf(payload, 0, what);
+  if (got === null) throw new ProtocolError(`${what}: the payload ends inside a varint`, "§16.2");
+  if (got.next !== payload.length) {
+    throw new ProtocolError(`${what}: ${payload.length - got.next} byte(s) after the position`, "§16.2");
   }
   return got.value;
+}
+
+/** Where the version-0 serverHello at the start of `buf` ends, or null until it is whole (§16.3). */
+function helloEnd(buf) {
+  if (buf.length === 0) return null;
+  if (buf[0] !== SERVER_HELLO) {
+    throw new ProtocolError(`expected a hello of type 0x${hex2(SERVER_HELLO)}, got type 0x${hex2(buf[0])}`, "§16.3");
+  }
+  if (buf.length < 2) return null;
+  if (buf[1] !== 0) throw new ProtocolError(`a hello with version ${buf[1]} on a version-0 session`, "§16.3");
+  const count = varintOf(buf, 2, "serverHello");
+  if (count === null) return null;
+  if (count.value > BigInt(MAX_RESUME_PAYLOAD)) throw new ProtocolError(`serverHello lists ${count.value} extensions`, "§16.3");
+  let at = count.next;
+  for (let i = 0n; i < count.value; i++) {
+    const id = varintOf(buf, at, "serverHello");
+    if (id === null) return null;
+    at = id.next;
+  }
+  return at;
+}
+
+/**
+ * The client's reading of a new transport after its resume (§16.3), as rstreams reads it: the
+ * server's hello, then resumed or resumeRefused (a goodbye in their place, such as a server at its
+ * connection limit says, is read as a refusal). `feed(bytes)` returns null until the answer is
+ * whole, then {position, rest} or {refused, rest}, `rest` the bytes after it (the start of the
+ * server's replay). Anything else throws a ProtocolError in rstreams' words (§16.2, §16.3, §16.7):
+ * the server broke the protocol, and the session fails (§16.6).
+ */
+export class ResumeAnswer {
+  constructor() {
+    this._buf = new Uint8Array(0);
+    this._helloSeen = false;
+  }
+
+  feed(data) {
+    const bytes = data instanceof Uint8Array ? data : new Uint8Array(data); // (an ArrayBuffer from a WebSocket)
+    let buf = (this._buf = this._buf.length === 0 ? bytes : concat([this._buf, bytes]));
+    if (!this._helloSeen) {
+      const end = helloEnd(buf);
+      if (end === null) return null;
+      buf = this._buf = buf.subarray(end);
+      this._helloSeen = true;
+    }
+    if (buf.length > 0 && buf[0] === GOODBYE) return this._goodbye(buf);
+    if (buf.length === 0) return null;
+    const size = varintOf(buf, 1, `message 0x${hex2(buf[0])}`);
+    if (size === null) return null;
+    if (size.value > BigInt(MAX_RESUME_PAYLOAD)) {
+      throw new ProtocolError(`message 0x${hex2(buf[0])} announces a ${size.value}-byte payload; at most `
+        + `${MAX_RESUME_PAYLOAD} in the resume exchange`, "§16.7");
+    }
+    const end = size.next + Number(size.value);
+    if (buf.length < end) return null;
+    const payload = buf.subarray(size.next, end);
+    const rest = buf.slice(end);
+    this._buf = new Uint8Array(0);
+    if (buf[0] === RESUMED) return { position: position(payload, "resumed"), rest };
+    if (buf[0] === REFUSED) return { refused: new TextDecoder().decode(payload), rest };
+    throw new ProtocolError(`expected resumed or resumeRefused, got type 0x${hex2(buf[0])}`, "§16.3");
+  }
+
+  /** A goodbye instead of the answer: its reason (only shown, so at most 256 bytes of it are awaited). */
+  _goodbye(buf) {
+    const size = varintOf(buf, 1, "goodbye");
+    if (size === null) return null;
+    const end = size.next + Math.min(Number(size.value), MAX_RESUME_PAYLOAD);
+    if (buf.length < end) return null;
+    return { refused: new TextDecoder().decode(buf.subarray(size.next, end)), rest: new Uint8Array(0) };
+  }
 }
 
 /** The bytes an endpoint sent that the peer has not acknowledged, with their positions (§16.4). */
@@ -227,6 +315,9 @@ export class SessionStream {
   }
 }
 
+/** Why a session failed on the server's answer to its resume, in rstreams' words (§16.6). */
+export const notResumed = (error) => new ProtocolError(`the session could not be resumed: ${bare(error)}`, error.section);
+
 export class ResumableSession extends SessionStream {
   /** `link`: the first transport; `reopen()`: a promise of a new one to the same server. */
   constructor(link, reopen, options, clock) {
@@ -328,8 +419,9 @@ export class ResumableSession extends SessionStream {
       try {
         outcome = await this._attempt();
       } catch (error) {
-        if (error instanceof ProtocolError) return this._finish(error);
-        continue; // could not connect, or the new transport failed: next attempt
+        // a malformed or unexpected answer: the server broke the protocol, and would again (§16.2)
+        if (error instanceof ProtocolError) return this._finish(notResumed(error));
+        continue; // could not connect, or the new transport failed (or timed out): next attempt
       }
       if (this.mode !== "DETACHED") {
         outcome.link.close();
@@ -344,7 +436,7 @@ export class ResumableSession extends SessionStream {
         replay = this._out.replayFrom(outcome.position);
       } catch (error) {
         outcome.link.close();
-        return this._finish(error);
+        return this._finish(notResumed(error));
       }
       this.mode = "RESUMABLE";
       this.resumes += 1;
@@ -377,36 +469,23 @@ export class ResumableSession extends SessionStream {
       };
       this._reopen().then((opened) => {
         link = opened;
-        const decoder = new FrameDecoder(() => 0);
-        let hello = null;
+        const answer = new ResumeAnswer();
         link.onend = () => settle(reject, new Error("the transport ended during the resume exchange"));
         link.onbytes = (data) => {
+          let got;
           try {
-            decoder.push(data);
-            for (let frame = decoder.next(); frame !== null; frame = decoder.next()) {
-              if (hello === null) {
-                if (frame.type !== "serverHello" || frame.version !== 0) {
-                  throw new ProtocolError(`expected the server's hello on a resumed transport, got ${frame.type}`, "§16.3");
-                }
-                hello = frame;
-              } else if (frame.type === "goodbye") {
-                return settle(resolve, { link, refused: frame.reason });
-              } else if (frame.type === "extension" && frame.code === REFUSED) {
-                return settle(resolve, { link, refused: new TextDecoder().decode(frame.payload) });
-              } else if (frame.type === "extension" && frame.code === RESUMED) {
-                const rest = [decoder.takeRest()];
-                settle(resolve, { link, position: position(frame.payload, "resumed"), rest });
-                link.onbytes = (late) => rest.push(late); // until the session attaches the link
-                link.onend = () => rest.push(null);
-                return undefined;
-              } else {
-                throw new ProtocolError(`expected resumed or resumeRefused, got ${frame.type}`, "§16.3");
-              }
-            }
+            if (typeof data === "string") throw new Error("a text WebSocket message during the resume exchange (PROTOCOL.md §1)");
+            got = answer.feed(data);
           } catch (error) {
             link.close();
-            settle(reject, error);
+            return settle(reject, error);
           }
+          if (got === null) return undefined;
+          if (got.refused !== undefined) return settle(resolve, { link, refused: got.refused });
+          const rest = [got.rest];
+          settle(resolve, { link, position: got.position, rest });
+          link.onbytes = (late) => rest.push(late); // until the session attaches the link
+          link.onend = () => rest.push(null);
           return undefined;
         };
         link.start?.();

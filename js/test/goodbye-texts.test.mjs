@@ -4,7 +4,8 @@
 // vectors of docs/protocol-vectors.json (PROTOCOL.md §13) and the other framing and limit
 // errors of §2, §3, §4, §7, §8 and §11; and the goodbyes naming a timeout (§4.1, §6.3, §14.2,
 // §15.3), each timeout written as Python's format(x, "g") writes it (pythonG), against the
-// f-strings of rstreams' own source.
+// f-strings of rstreams' own source; and the answers a server may give a resume, read as a resuming
+// client reads them (§16.3, §16.6).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -13,6 +14,7 @@ import { AuthGate } from "../src/gate.js";
 import { Connection } from "../src/rsio.js";
 import { pythonG } from "../src/rsio-url.js";
 import { encodeCredentials, encodeFrame, encodeVarint } from "../src/rsio-wire.js";
+import { ResumeAnswer, notResumed } from "../src/rsio-resume.js";
 import { Sessions, serverResumeOptions } from "../src/sessions.js";
 import { FakeTransport, ManualClock, tick } from "./support.mjs";
 import { PYTHON, REPO, skip } from "./servers.mjs";
@@ -114,6 +116,31 @@ const RESUMES = [
   ["a byte after the position", "8904016100" + "00"],
 ];
 
+// [what, the bytes a server answers a resume with (PROTOCOL.md §16.3)]: read by a resuming client,
+// which resumes, is refused, or fails the session naming the fault (§16.2, §16.3, §16.7, §16.6)
+const HELLO = "02000103";
+const ANSWERS = [
+  ["resumed", `${HELLO}8a0105`],
+  ["resumeRefused", `${HELLO}8b03616263`],
+  ["a goodbye in place of the answer", `${HELLO}0303616263`],
+  ["a goodbye whose reason is above 256 bytes", `${HELLO}03ac02${"61".repeat(300)}`],
+  ["a resumeRefused that is not UTF-8", `${HELLO}8b01ff`],
+  ["a byte after the resumed position", `${HELLO}8a020500`],
+  ["a non-minimal resumed position", `${HELLO}8a028000`],
+  ["an over-long resumed position", `${HELLO}8a0b${"ff".repeat(10)}01`],
+  ["an empty resumed", `${HELLO}8a00`],
+  ["a resumed payload above 256 bytes", `${HELLO}8a8102`],
+  ["a non-minimal payload length", `${HELLO}8a8000`],
+  ["a resumeAck in place of the answer", `${HELLO}8c0100`],
+  ["an onNext in place of the answer", `${HELLO}08010161`],
+  ["a goodbye with a non-minimal length", `${HELLO}038000`],
+  ["a clientHello in place of the serverHello", "010000"],
+  ["a serverHello of version 1", "020100"],
+  ["a serverHello listing 257 extensions", "02008102"],
+  ["a serverHello with a non-minimal count", "02008000"],
+  ["a serverHello with a non-minimal extension id", "0200018000"],
+];
+
 // Timeouts in seconds, each written as Python's :g writes it in a goodbye: as it is, rounded to 6
 // digits, with an exponent below 1e-04 and from 1e+06
 const TIMEOUTS = [60, 0.5, 1.1, 0.0001, 1e-5, 999999, 1e6, 1234567.5];
@@ -144,8 +171,8 @@ function run() {
 import ast, inspect, json, sys, types
 from rstreams.net import _auth, _closing, _keepalive, _pump
 from rstreams.wire import ClientHello, Connection, ConnectionClosed, ConnectionConfig, FrameParser, OnError, OnSubscribe, ServerHello, Side, Subscribe, encode
-from rstreams.wire._resume import ResumeError, parse_resume_request
-cases, resumes, timeouts, numbers = json.load(sys.stdin)
+from rstreams.wire._resume import Refused, Resumed, ResumeError, ResumeReplyParser, parse_resume_request
+cases, resumes, timeouts, numbers, answers = json.load(sys.stdin)
 out = []
 for what, side, size, data, limits in cases:
     eof = limits.get("eof")
@@ -175,6 +202,19 @@ for what, data in resumes:
         refused.append(repr(parse_resume_request(bytearray.fromhex(data))))
     except ResumeError as error:
         refused.append(error.reason)
+outcomes = []
+for what, data in answers:  # as rstreams.net's client words each outcome (§16.6)
+    try:
+        outcome = ResumeReplyParser().feed(bytes.fromhex(data))
+    except ResumeError as error:
+        outcomes.append(f"the session could not be resumed: {error.reason}")
+        continue
+    if isinstance(outcome, Resumed):
+        outcomes.append(f"resumed at {outcome.position}")
+    elif isinstance(outcome, Refused):
+        outcomes.append(f"the server refused to resume the session: {outcome.reason}")
+    else:
+        outcomes.append("(waits for more bytes)")
 def text(module, start):
     """The one f-string of module's source that starts with start, compiled."""
     found = [node for node in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(node, ast.JoinedStr)
@@ -193,13 +233,13 @@ for t in timeouts:
     said = {kind: eval(code, {"self": names, "hello": "clientHello"}) for kind, code in TEXTS.items()}
     said["client handshake"] = eval(TEXTS["handshake"], {"self": names, "hello": "serverHello"})
     goodbyes.append(said)
-json.dump([out, refused, goodbyes, [format(float(x), "g") for x in numbers]], sys.stdout)
+json.dump([out, refused, goodbyes, [format(float(x), "g") for x in numbers], outcomes], sys.stdout)
 `;
   return new Promise((resolve, reject) => {
     const child = execFile(PYTHON, ["-c", source], { env: { ...process.env, PYTHONPATH: `${REPO}src` }, timeout: 60_000 },
       (error, stdout, stderr) => (error ? reject(new Error(stderr || error.message)) : resolve(JSON.parse(stdout))));
     child.stdin.end(JSON.stringify([CASES.map(([what, side, size, data, limits = {}]) => [what, side, size, data, limits]), RESUMES,
-      TIMEOUTS, NUMBERS.map(asText)]));
+      TIMEOUTS, NUMBERS.map(asText), ANSWERS]));
   });
 }
 
@@ -265,6 +305,27 @@ test("a malformed resume is refused with rstreams' reason, byte for byte", { ski
   const differ = [];
   for (const [i, [what, bytes]] of RESUMES.entries()) {
     const got = await refusal(bytes);
+    if (got !== expected[i]) differ.push(`${what}:\n  rstreams:   ${expected[i]}\n  JavaScript: ${got}`);
+  }
+  assert.equal(differ.length, 0, `\n${differ.join("\n")}`);
+});
+
+/** What a resuming client makes of `hex`, the server's answer to its resume (ResumeAnswer, as _recover words it). */
+function outcome(hex) {
+  try {
+    const got = new ResumeAnswer().feed(Uint8Array.from(Buffer.from(hex, "hex")));
+    if (got === null) return "(waits for more bytes)";
+    return got.refused !== undefined ? `the server refused to resume the session: ${got.refused}` : `resumed at ${got.position}`;
+  } catch (error) {
+    return notResumed(error).message;
+  }
+}
+
+test("a resuming client reads the server's answer as rstreams does, and fails with its text, byte for byte", { skip }, async () => {
+  const [, , , , expected] = await reference();
+  const differ = [];
+  for (const [i, [what, hex]] of ANSWERS.entries()) {
+    const got = outcome(hex);
     if (got !== expected[i]) differ.push(`${what}:\n  rstreams:   ${expected[i]}\n  JavaScript: ${got}`);
   }
   assert.equal(differ.length, 0, `\n${differ.join("\n")}`);

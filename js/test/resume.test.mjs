@@ -194,6 +194,23 @@ test("a resumed position outside our buffer ends the session (§16.3)", async ()
   second.feed({ type: "serverHello", version: 0, extensions: [] }, at(0x8a, 99_999));
   const error = await conn.closed;
   assert.ok(error instanceof ProtocolError && error.section === "§16.3", String(error));
+  assert.match(error.message, /^the session could not be resumed: position 99999 is outside the replay buffer \(0\.\.\d+\): /);
+});
+
+test("a malformed answer to resume fails the session at once, in rstreams' words, without another attempt (§16.2, §16.6)", async () => {
+  const second = new FakeTransport();
+  const { conn, clock, opened, r } = await broken([second, new FakeTransport()]);
+  await tick();
+  second.feed(concat([bytes(HELLO), Uint8Array.of(0x8a, 0x02, 0x00, 0x00)])); // resumed, a byte after its position
+  const error = await conn.closed;
+  assert.ok(error instanceof ProtocolError && error.section === "§16.2", String(error));
+  assert.equal(error.message, "the session could not be resumed: resumed: 1 byte(s) after the position (PROTOCOL.md §16.2)");
+  assert.equal(r.error, error);
+  assert.equal(second.closed, true);
+  assert.equal(second.sent.length, 1, "nothing but the resume: no goodbye");
+  clock.advance(10_000);
+  await tick();
+  assert.equal(opened.length, 2, "no other attempt"); // the first transport and the one answered
 });
 
 test("resume options are checked, naming the option", async () => {

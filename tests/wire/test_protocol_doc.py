@@ -1027,6 +1027,49 @@ def test_a_malformed_resume_is_refused_with_resume_refused_not_a_goodbye() -> No
         assert f"`{fault}`" in flat, fault
 
 
+def test_a_malformed_answer_to_resume_fails_the_session_at_once_as_worded() -> None:
+    """§16.2, §16.6: a resuming client that reads a malformed or unexpected answer fails the
+    session at once, in the words §16.2 gives (rstreams counted it a failed attempt and tried
+    again: 8 attempts and about 7 s against a server that answered the same way each time)."""
+    from rstreams.net import _resume
+    from rstreams.wire._resume import ResumeReplyParser
+
+    hello = encode(ServerHello(extensions=(3,)))
+    # the server's answer, how §16.2 words the fault
+    cases = [
+        (hello + b"\x8a\x02\x00\x00", "`resumed: N byte(s) after the position (PROTOCOL.md §16.2)`"),
+        (hello + b"\x8a\x02\x80\x00", "`resumed: FAULT (PROTOCOL.md §16.2)`"),
+        (hello + b"\x8a\x80\x00", "`message 0xNN: FAULT (PROTOCOL.md §16.2)`"),
+        (hello + b"\x03\x80\x00", "`goodbye: FAULT (PROTOCOL.md §16.2)`"),
+        (b"\x02\x00\x80\x00", "`serverHello: FAULT (PROTOCOL.md §16.2)`"),
+        (
+            hello + b"\x8a\x81\x02",
+            "`message 0xNN announces a N-byte payload; at most 256 in the resume exchange"
+            " (PROTOCOL.md §16.7)`",
+        ),
+        (hello + b"\x8c\x01\x00", "`expected resumed or resumeRefused, got type 0xNN (PROTOCOL.md §16.3)`"),
+        (b"\x01\x00\x00", "`expected a hello of type 0x02, got type 0xNN (PROTOCOL.md §16.3)`"),
+        (b"\x02\x01\x00", "`a hello with version N on a version-0 session (PROTOCOL.md §16.3)`"),
+        (b"\x02\x00\x81\x02", "`serverHello lists N extensions (PROTOCOL.md §16.3)`"),
+    ]
+    flat = " ".join(SECTIONS["16.2"].split())
+    faults = "non-minimal varint encoding \\(trailing 0x00 byte\\)"
+    for data, worded in cases:
+        with pytest.raises(ResumeError) as raised:
+            ResumeReplyParser().feed(data)
+        assert worded in flat, worded
+        pattern = re.escape(worded.strip("`")).replace("0xNN", "0x[0-9a-f]{2}").replace("FAULT", faults)
+        reason = raised.value.reason
+        assert re.fullmatch(pattern.replace("N", "[0-9]+"), reason), (reason, worded)
+    assert "`the session could not be resumed: REASON`" in flat
+    assert "fails at once (§16.6), without another attempt" in flat
+    source = " ".join(Path(_resume.__file__).read_text().split())
+    failing = 'session.fail(ConnectionBrokenError(f"the session could not be resumed: {error.reason}"))'
+    assert failing in source
+    row = next(line for line in SECTIONS["16.6"].splitlines() if line.startswith("| malformed `resumed`"))
+    assert "fails at once" in row and "no other attempt" in row, row
+
+
 HANDSHAKE_GOODBYES = [
     # (the side reading, what it reads first, its goodbye, how §4.1/§4.2 word that goodbye)
     (

@@ -105,7 +105,14 @@ async def connect_resumable(
 async def _reconnect(
     session: Session, endpoint: Endpoint, *, ssl: _ssl.SSLContext | None, high: int, low: int
 ) -> None:
-    """Try to resume ``session`` over new transports; fail it once the attempts are used up."""
+    """Try to resume ``session`` over new transports; fail it once the attempts are used up.
+
+    A lost connection or an attempt that times out is retried; an answer that breaks §16.2 or
+    §16.3 (a malformed or unexpected message after ``resume``) is the server's protocol
+    violation, and fails the session at once, as Java and JavaScript clients do: the same server
+    would answer the next attempt the same way, until the attempts were used up (8 attempts and
+    about 7 s of backoff by default).
+    """
     resume = session.resume
     last: BaseException | None = None
     for attempt in range(resume.attempts):
@@ -120,10 +127,14 @@ async def _reconnect(
             async with asyncio.timeout(resume.attempt_timeout):
                 link.task = await connect_endpoint(endpoint, link, ssl=ssl, high=high, low=low)
                 outcome = await link.answer
-        except (OSError, TimeoutError, ResumeError) as error:
+        except (OSError, TimeoutError) as error:
             last = error
             _drop(link)
             continue
+        except ResumeError as error:  # a malformed answer: the server broke §16, it would again (§16.2)
+            _drop(link)
+            session.fail(ConnectionBrokenError(f"the session could not be resumed: {error.reason}"))
+            return
         except BaseException:  # cancelled: the session was closed meanwhile
             _drop(link)
             raise

@@ -10,11 +10,16 @@ resumeRefused reason for each (``parse_resume_request``).
 Also doubles with Python's ``format(x, "g")`` of each, as Java's PythonG must write them (a
 timeout in a goodbye).
 
-Run as ``python goodbye_texts.py REPO_ROOT``; writes ``[cases, resumes, numbers]`` as JSON: each case
+Also the answers a server may give a resume, with what a resuming rstreams client makes of each:
+it resumes, is refused, or fails the session at once naming the fault (``ResumeReplyParser``, and
+rstreams.net's texts for a refusal and a failure, PROTOCOL.md §16.6).
+
+Run as ``python goodbye_texts.py REPO_ROOT``; writes ``[cases, resumes, numbers, answers]`` as JSON: each case
 ``[what, side, limits, hello (hex: the peer's hello, or ""), onSubscribes (hex), data (hex),
 goodbye, onError]``, where side is "server" (after the peer's clientHello), "server-fresh"
 (nothing read yet) or "client" (subscribers 1 and 2 subscribed with demand 1, answered by the
-onSubscribes); each resume ``[what, the transport's first bytes (hex), reason]``.
+onSubscribes); each resume ``[what, the transport's first bytes (hex), reason]``; each answer
+``[what, its bytes (hex), the client's outcome]``.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from rstreams.wire import (
     Subscribe,
     encode,
 )
-from rstreams.wire._resume import ResumeError, parse_resume_request
+from rstreams.wire._resume import Refused, Resumed, ResumeError, ResumeReplyParser, parse_resume_request
 
 SUB = encode(Subscribe(publisher="p", subscriber=1, initial_demand=1)).hex()
 # The qualifiers of 'invalid_payloads' that a connection reads itself (§17.1, §18.1, §19.1): the
@@ -216,6 +221,47 @@ def refused(what: str, data: str) -> list[str]:
         return [what, data, error.reason]
 
 
+HELLO = "02000103"
+"""serverHello: version 0, extension resume (3)."""
+# [what, the bytes a server answers a resume with (§16.3)]: read by a resuming client, which
+# resumes, is refused, or fails the session naming the fault (§16.2, §16.3, §16.7, §16.6)
+ANSWERS = [
+    ("resumed", HELLO + "8a0105"),
+    ("resumeRefused", HELLO + "8b03616263"),
+    ("a goodbye in place of the answer", HELLO + "0303616263"),
+    ("a goodbye whose reason is above 256 bytes", HELLO + "03ac02" + "61" * 300),
+    ("a resumeRefused that is not UTF-8", HELLO + "8b01ff"),
+    ("a byte after the resumed position", HELLO + "8a020500"),
+    ("a non-minimal resumed position", HELLO + "8a028000"),
+    ("an over-long resumed position", HELLO + "8a0b" + "ff" * 10 + "01"),
+    ("an empty resumed", HELLO + "8a00"),
+    ("a resumed payload above 256 bytes", HELLO + "8a8102"),
+    ("a non-minimal payload length", HELLO + "8a8000"),
+    ("a resumeAck in place of the answer", HELLO + "8c0100"),
+    ("an onNext in place of the answer", HELLO + "08010161"),
+    ("a goodbye with a non-minimal length", HELLO + "038000"),
+    ("a clientHello in place of the serverHello", "010000"),
+    ("a serverHello of version 1", "020100"),
+    ("a serverHello listing 257 extensions", "02008102"),
+    ("a serverHello with a non-minimal count", "02008000"),
+    ("a serverHello with a non-minimal extension id", "0200018000"),
+]
+
+
+def answered(what: str, data: str) -> list[str]:
+    """The answer with what a resuming rstreams client makes of it: the position it resumes at,
+    the server's refusal, or the session's failure (rstreams.net's texts, §16.6)."""
+    try:
+        outcome = ResumeReplyParser().feed(bytes.fromhex(data))
+    except ResumeError as error:
+        return [what, data, f"the session could not be resumed: {error.reason}"]
+    if isinstance(outcome, Resumed):
+        return [what, data, f"resumed at {outcome.position}"]
+    if isinstance(outcome, Refused):
+        return [what, data, f"the server refused to resume the session: {outcome.reason}"]
+    return [what, data, "(waits for more bytes)"]
+
+
 def numbers() -> list[list[str]]:
     """[repr(x), format(x, "g")] of the doubles PythonG must write as Python does: ties rounded half
     to even from the exact value (2**-9 is 0.001953125), the ends of the range, timeouts, and
@@ -242,5 +288,10 @@ def numbers() -> list[list[str]]:
 
 
 if __name__ == "__main__":
-    out = [[run(*case) for case in cases(Path(sys.argv[1]))], [refused(*r) for r in RESUMES], numbers()]
+    out = [
+        [run(*case) for case in cases(Path(sys.argv[1]))],
+        [refused(*r) for r in RESUMES],
+        numbers(),
+        [answered(*a) for a in ANSWERS],
+    ]
     json.dump(out, sys.stdout, ensure_ascii=True)

@@ -197,6 +197,50 @@ final class ResumeFrames {
         }
     }
 
+    /** The server's answer to a resume: the position it resumed at, or the reason it refused with (then {@code position} is -1). */
+    record Answer(long position, String refused) {}
+
+    /**
+     * The client's reading of a new transport after its resume (§16.3), as rstreams reads it: the
+     * server's hello, then resumed or resumeRefused (a goodbye in their place, such as a server at its
+     * connection limit says, is read as a refusal). Anything else is a ProtocolException in rstreams'
+     * words (§16.2, §16.3, §16.7): the server broke the protocol, and the session fails (§16.6).
+     */
+    static final class AnswerReader {
+        private boolean helloSeen;
+
+        /**
+         * The answer at the reader index of {@code in} (which moves past what was read), or null
+         * until it is all here; the bytes after it stay in {@code in}.
+         */
+        Answer read(ByteBuf in) throws ProtocolException {
+            if (!helloSeen) {
+                int end = helloEnd(in);
+                if (end < 0) {
+                    return null;
+                }
+                in.readerIndex(end);
+                helloSeen = true;
+            }
+            if (in.isReadable() && in.getByte(in.readerIndex()) == FrameType.GOODBYE) {
+                String reason = goodbyeReason(in);
+                return reason == null ? null : new Answer(-1, reason);
+            }
+            byte[][] message = take(in);
+            if (message == null) {
+                return null;
+            }
+            int type = message[0][0] & 0xFF;
+            if (type == FrameType.RESUMED) {
+                return new Answer(position(message[1], "resumed"), null);
+            }
+            if (type == FrameType.RESUME_REFUSED) {
+                return new Answer(-1, new String(message[1], StandardCharsets.UTF_8));
+            }
+            throw new ProtocolException(String.format("expected resumed or resumeRefused, got type 0x%02x (PROTOCOL.md §16.3)", type));
+        }
+    }
+
     /**
      * The reason of the goodbye at the start of {@code in}, or null if it is not all here yet;
      * only shown, so at most {@link #MAX_PAYLOAD} bytes of it are awaited, and bytes that are not

@@ -4,9 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.rstreams.wire.FrameType;
 import io.rstreams.wire.ProtocolException;
-import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -18,7 +16,7 @@ import java.util.concurrent.TimeUnit;
 final class ResumeHandshake extends ChannelInboundHandlerAdapter {
     private final Endpoint session;
     private ByteBuf pending;
-    private boolean helloSeen;
+    private final ResumeFrames.AnswerReader reader = new ResumeFrames.AnswerReader();
     private ScheduledFuture<?> timeout;
     private volatile boolean timedOut;
     /** Why an attempt whose transport ended failed, unless it timed out. */
@@ -63,49 +61,27 @@ final class ResumeHandshake extends ChannelInboundHandlerAdapter {
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf in = (ByteBuf) msg;
         pending = pending == null ? in : Unpooled.wrappedBuffer(pending, in);
+        ResumeFrames.Answer answer;
         try {
-            if (!helloSeen) {
-                int end = ResumeFrames.helloEnd(pending);
-                if (end < 0) {
-                    return;
-                }
-                pending.readerIndex(end);
-                helloSeen = true;
-            }
-            if (pending.isReadable() && pending.getByte(pending.readerIndex()) == FrameType.GOODBYE) {
-                // a goodbye instead of the answer (a server at its connection limit, say): a refusal, as rstreams reads it
-                String reason = ResumeFrames.goodbyeReason(pending);
-                if (reason != null) {
-                    refused(ctx, "the server refused to resume the session: " + reason);
-                }
-                return;
-            }
-            byte[][] message = ResumeFrames.take(pending);
-            if (message == null) {
-                return;
-            }
-            int type = message[0][0] & 0xFF;
-            if (type == FrameType.RESUMED) {
-                long position = ResumeFrames.position(message[1], "resumed");
-                ByteBuf rest = pending;
-                pending = null;
-                timeout.cancel(false);
-                ctx.pipeline().remove(this);
-                session.attach(ctx.pipeline().context(session), position, false, rest);
-            } else {
-                // rstreams' words (§16.6)
-                refused(ctx, type == FrameType.RESUME_REFUSED
-                        ? "the server refused to resume the session: " + new String(message[1], StandardCharsets.UTF_8)
-                        : String.format("expected resumed or resumeRefused, got type 0x%02x (PROTOCOL.md §16.3)", type));
-            }
+            answer = reader.read(pending);
         } catch (ProtocolException e) {
-            if (pending != null) {
-                pending.release();
-                pending = null;
-            }
-            ctx.close();
-            session.sessionFailed(e.getMessage());
+            // a malformed or unexpected answer: the server broke the protocol, and would again on
+            // the next attempt, so the session fails now, in rstreams' words (§16.2, §16.6)
+            refused(ctx, "the session could not be resumed: " + e.getMessage());
+            return;
         }
+        if (answer == null) {
+            return;
+        }
+        if (answer.refused() != null) { // resumeRefused, or a goodbye (a server at its connection limit, say)
+            refused(ctx, "the server refused to resume the session: " + answer.refused());
+            return;
+        }
+        ByteBuf rest = pending;
+        pending = null;
+        timeout.cancel(false);
+        ctx.pipeline().remove(this);
+        session.attach(ctx.pipeline().context(session), answer.position(), false, rest);
     }
 
     /** The session fails with {@code reason}, and this transport is closed without a word. */

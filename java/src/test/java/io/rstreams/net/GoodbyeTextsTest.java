@@ -34,7 +34,8 @@ import org.testng.annotations.Test;
  * framing, handshake, stream and limit errors of PROTOCOL.md §2-§8, §11 and §14; and the malformed
  * resumes a server refuses for their form (§16.2, §16.7), read as {@link ResumeSniffer} reads them
  * ({@link ResumeFrames#take}, then {@link ResumeFrames#tokenAndPosition}); and numbers as a timeout
- * in a goodbye is written ({@link PythonG}, Python's {@code format(x, "g")}). One Python process gives
+ * in a goodbye is written ({@link PythonG}, Python's {@code format(x, "g")}); and the answers a server
+ * may give a resume, each read as a resuming client reads it (§16.3, §16.6). One Python process gives
  * rstreams' texts for all of them.
  *
  * <p>The §11 limits are named as rstreams names them (max_string_length=65536), not as this
@@ -45,7 +46,7 @@ import org.testng.annotations.Test;
 public class GoodbyeTextsTest {
     private static List<Object> reference;
 
-    /** rstreams' texts: [cases, resumes] of goodbye_texts.py (one Python process, on first use). */
+    /** rstreams' texts: [cases, resumes, numbers, answers] of goodbye_texts.py (one Python process, on first use). */
     @SuppressWarnings("unchecked")
     private static synchronized List<Object> reference() throws Exception {
         if (reference == null) {
@@ -166,6 +167,32 @@ public class GoodbyeTextsTest {
     @Test(timeOut = 30_000)
     public void aMalformedResumeIsRefusedWithRstreamsReasonByteForByte() throws Exception {
         sameAsRstreams(reference().get(1), 10, List.of("resumeRefused"), 2, r -> List.of(refusal((String) r.get(1))));
+    }
+
+    /**
+     * What a resuming client makes of {@code hex}, the server's answer to its resume, as {@link
+     * ResumeHandshake} reads it ({@link ResumeFrames.AnswerReader}) and words the session's failure.
+     */
+    private static String outcome(String hex) {
+        ByteBuf in = Unpooled.wrappedBuffer(Hex.decode(hex));
+        try {
+            ResumeFrames.Answer answer = new ResumeFrames.AnswerReader().read(in);
+            if (answer == null) {
+                return "(waits for more bytes)";
+            }
+            return answer.refused() != null ? "the server refused to resume the session: " + answer.refused()
+                    : "resumed at " + answer.position();
+        } catch (ProtocolException e) {
+            return "the session could not be resumed: " + e.getMessage();
+        } finally {
+            in.release();
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void aResumingClientReadsTheAnswerAsRstreamsDoesAndFailsWithItsTextByteForByte() throws Exception {
+        // a malformed answer fails the session at once, as in rstreams (PROTOCOL.md §16.2, §16.6)
+        sameAsRstreams(reference().get(3), 15, List.of("outcome"), 2, a -> List.of(outcome((String) a.get(1))));
     }
 
     @Test(timeOut = 30_000)

@@ -180,11 +180,19 @@ public class ResumePositionTest {
         Throwable failed = answeredWith(sent -> concat(SERVER_HELLO, FrameWriter.encode(new Frame.Goodbye("too many connections"), 0)));
         assertEquals(failed.getMessage(), "the server refused to resume the session: too many connections");
         failed = answeredWith(sent -> concat(SERVER_HELLO, FrameWriter.encode(new Frame.Extension(FrameType.RESUME_ACK, ResumeFrames.varint(0)), 0)));
-        assertEquals(failed.getMessage(), "expected resumed or resumeRefused, got type 0x8c (PROTOCOL.md §16.3)");
+        assertEquals(failed.getMessage(), "the session could not be resumed: expected resumed or resumeRefused, got type 0x8c (PROTOCOL.md §16.3)");
         failed = answeredWith(sent -> FrameWriter.encode(new Frame.Hello(false, 0, List.of()), 0));
-        assertEquals(failed.getMessage(), "expected a hello of type 0x02, got type 0x01 (PROTOCOL.md §16.3)");
+        assertEquals(failed.getMessage(), "the session could not be resumed: expected a hello of type 0x02, got type 0x01 (PROTOCOL.md §16.3)");
         failed = answeredWith(sent -> new byte[] {0x02, 0x01, 0x00});
-        assertEquals(failed.getMessage(), "a hello with version 1 on a version-0 session (PROTOCOL.md §16.3)");
+        assertEquals(failed.getMessage(), "the session could not be resumed: a hello with version 1 on a version-0 session (PROTOCOL.md §16.3)");
+    }
+
+    @Test(timeOut = 30_000)
+    public void aMalformedResumedFailsTheSessionAtOnce() throws Exception {
+        // §16.2, §16.6: the server broke the protocol, and would again: no other attempt is made (the
+        // harness accepts two transports; a further attempt would end in "could not resume ... in 8 attempt(s)")
+        Throwable failed = answeredWith(sent -> concat(SERVER_HELLO, new byte[] {(byte) FrameType.RESUMED, 0x02, 0x00, 0x00}));
+        assertEquals(failed.getMessage(), "the session could not be resumed: resumed: 1 byte(s) after the position (PROTOCOL.md §16.2)");
     }
 
     static byte[] concat(byte[] a, byte[] b) {
