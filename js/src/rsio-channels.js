@@ -209,7 +209,7 @@ class ServedInput {
       this._take("inputNextPart");
       const limits = this._conn._limits;
       if (this._conn._parts.size + this._channels.partials >= limits.maxPartsInFlight) {
-        throw new ProtocolError(`more than maxPartsInFlight=${limits.maxPartsInFlight} split elements at once`, "§11");
+        throw new ProtocolError(`more than max_parts_in_flight=${limits.maxPartsInFlight} split elements at once`, "§11");
       }
       this._partial = { chunks: [], size: 0 };
       this._channels.partials += 1;
@@ -232,7 +232,7 @@ class ServedInput {
       return false;
     }
     if (this._conn._partBytes + bytes.length > limits.maxReassemblyBytes) {
-      throw new ProtocolError(`split elements in flight exceed maxReassemblyBytes=${limits.maxReassemblyBytes}`, "§11");
+      throw new ProtocolError(`split elements in flight exceed max_reassembly_bytes=${limits.maxReassemblyBytes}`, "§11");
     }
     this._partial.size += bytes.length;
     this._conn._partBytes += bytes.length;

@@ -282,7 +282,7 @@ class Reader {
   /** A length-prefixed field (`what` it is, for the error) of at most maxStringLength bytes. */
   stringBytes(what) {
     const limit = this.limits.maxStringLength;
-    return this.raw(this.number(limit, (length) => `${what} of ${length} bytes exceeds maxStringLength=${limit}`));
+    return this.raw(this.number(limit, (length) => `${what} of ${length} bytes exceeds max_string_length=${limit}`));
   }
 
   /** A length-prefixed field of subscriber `subscriber`'s (`what` it is) of at most maxElementSize bytes. */
@@ -301,11 +301,11 @@ class Reader {
 }
 
 /**
- * The text of a size above maxElementSize (§11), in rstreams' words but for the limit, which is
- * named as this binding's option (as for every limit).
+ * The text of a size above maxElementSize (§11), in rstreams' words, the limit named as §11 and
+ * rstreams name it (max_element_size), as every limit is in a goodbye: the same text in every binding.
  */
 function tooLarge(what, size, subscriber, limits) {
-  return `${what} of ${size} bytes for subscriber ${subscriber} exceeds maxElementSize=${limits.maxElementSize}`;
+  return `${what} of ${size} bytes for subscriber ${subscriber} exceeds max_element_size=${limits.maxElementSize}`;
 }
 
 function hello(type, r) {
@@ -317,7 +317,7 @@ function hello(type, r) {
     return { type, version, extensions: [] };
   }
   const limit = r.limits.maxExtensions;
-  const count = r.number(limit, (n) => `hello lists ${n} extensions, more than maxExtensions=${limit}`);
+  const count = r.number(limit, (n) => `hello lists ${n} extensions, more than max_extensions=${limit}`);
   const ids = [];
   for (let i = 0; i < count; i++) ids.push(small(r.bigint()));
   return { type, version, extensions: ids };

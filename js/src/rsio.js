@@ -974,7 +974,7 @@ export class Connection {
         return;
       }
       if (this._parts.size + this._channels.partials >= this._limits.maxPartsInFlight) { // with split inputs (§21.6)
-        throw new ProtocolError(`more than maxPartsInFlight=${this._limits.maxPartsInFlight} split elements at once`, "§11");
+        throw new ProtocolError(`more than max_parts_in_flight=${this._limits.maxPartsInFlight} split elements at once`, "§11");
       }
       if (sub.outstanding !== UNBOUNDED) sub.outstanding -= 1n; // the first part takes the demand (§8)
       partial = { sub: sub.id, chunks: [], size: 0 };
@@ -989,7 +989,7 @@ export class Connection {
       return;
     }
     if (this._partBytes + frame.data.length > this._limits.maxReassemblyBytes) {
-      throw new ProtocolError(`split elements in flight exceed maxReassemblyBytes=${this._limits.maxReassemblyBytes}`, "§11");
+      throw new ProtocolError(`split elements in flight exceed max_reassembly_bytes=${this._limits.maxReassemblyBytes}`, "§11");
     }
     partial.chunks.push(frame.data.slice());
     partial.size += frame.data.length;

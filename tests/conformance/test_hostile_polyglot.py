@@ -46,11 +46,9 @@ pytestmark = pytest.mark.timeout(120)  # the first test of each server waits for
 HELLO = encode(ClientHello(extensions=(1,)))
 WAIT = 15.0
 """Seconds a server has to answer one of these peers: a hang guard, not a speed check."""
-LIMITS = {
-    "java": {"string": "max_string_length", "element": "max_element_size", "extensions": "max_extensions"},
-    "js": {"string": "maxStringLength", "element": "maxElementSize", "extensions": "maxExtensions"},
-}
-"""How each server names its limits (its own options) in a goodbye."""
+NAMES = {"string": "max_string_length", "element": "max_element_size", "extensions": "max_extensions"}
+LIMITS = {"java": NAMES, "js": NAMES}
+"""How each server names its limits in a goodbye: as §11 and rstreams do, whatever its options' names."""
 RSS_BOUND = 96 * MiB
 """Largest growth of a server's RSS while four peers flood it (measured 2026-11-30: about 60 MiB
 for either, at load 20)."""

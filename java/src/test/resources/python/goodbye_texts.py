@@ -114,6 +114,13 @@ def cases(root: Path) -> list[tuple[str, str, int, str, dict[str, Any]]]:
         ("contentType: a media type of 256 bytes", "client", 0, message(0x90, "01" + "61" * 256), EXT4),
         ("contentType: type/subtype with a space", "client", 0, message(0x90, "0161202f62"), EXT4),
         ("subscribeMetadata: a key that is not ASCII", "server", 0, message(0x94, "010101e900") + SUB, EXT5),
+        (
+            "subscribeMetadata: a payload above max_metadata_bytes",
+            "server",
+            0,
+            message(0x94, "01" + "00" * 16384) + SUB,
+            EXT5,
+        ),
         ("errorCode: a non-minimal code", "client", 0, message(0x98, "018000"), EXT6),
         ("a 7-byte ping", "server-fresh", 0, "010001018007" + "00" * 7, EXT1),
         ("a 9-byte pong", "server-fresh", 0, "010001018109" + "00" * 9, EXT1),
