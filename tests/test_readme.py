@@ -320,6 +320,10 @@ def test_the_first_stream_runs() -> None:
     printer = next(block for block in _python_blocks() if "class Printer" in block)
     out = run_snippet(first + "print(total)\n" + printer)
     assert out.split() == [str(sum(range(2, 1_000_001, 2))), "a", "b", "c", "done"]
+    said = re.search(r"# total == ([\d_]+):", first)
+    assert said and int(said.group(1)) == int(out.split()[0]), "the block's comment states another total"
+    shown = re.search(r"# (\w+(?:, \w+)*) and (\w+), one a line", printer)
+    assert shown and [*shown.group(1).split(", "), shown.group(2)] == out.split()[1:], printer
 
 
 def test_the_network_example_runs() -> None:
