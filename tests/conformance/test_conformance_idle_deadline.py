@@ -1,6 +1,7 @@
 """A conformance run given the endpoint's idle timeout gives the two idle cases the time they
-need: ex.pings_keep_alive pings for 2 x --idle-timeout and ex.idle_timeout waits up to
---idle-timeout + --timeout, whatever --case-timeout says (default 30 s: `--idle-timeout 60`
+need: ex.pings_keep_alive pings until a silent connection is closed as idle (up to
+--idle-timeout + --timeout) and ex.idle_timeout waits up to --idle-timeout + --timeout,
+whatever --case-timeout says (default 30 s: `--idle-timeout 60`
 made both end as hangs). The server and the driver share a loop whose clock is its own time
 (testkit.bound.OwnTimeLoop): the idle timeout and the pings it is kept alive by count alike."""
 
