@@ -65,7 +65,9 @@ count overrides ``request`` (see ``take``, ``buffer``), passing an illegal ``n``
 from __future__ import annotations
 
 import abc
+import inspect
 from collections.abc import Callable
+from types import FunctionType
 from typing import Any, Generic, TypeVar
 
 from rstreams.api import Publisher, Subscriber, Subscription
@@ -73,7 +75,7 @@ from rstreams.demand import accept_subscription
 from rstreams.flow._signals import NextMany, next_many
 from rstreams.rules import check_error, check_subscriber
 
-__all__ = ["MISSING", "OperatorFlow", "OperatorSubscriber", "check_callable", "check_count"]
+__all__ = ["MISSING", "OperatorFlow", "OperatorSubscriber", "check_callable", "check_count", "refuse_async"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -83,10 +85,41 @@ MISSING: Any = object()
 
 
 def check_callable(operator: str, fn: object, what: str = "fn") -> Callable[..., Any]:
-    """``fn`` if callable, else ``TypeError`` naming the operator: ``map(fn) needs a callable``."""
+    """``fn`` if callable, else ``TypeError`` naming the operator: ``map(fn) needs a callable``.
+
+    An ``async def`` function (or async generator function) is refused too: rstreams calls
+    ``fn`` and uses what it returns at once, so it would get a coroutine nobody awaits
+    (``map`` emitting coroutines, ``filter`` keeping everything, ``retry_when`` retrying
+    for ever).
+    """
     if not callable(fn):
         raise TypeError(f"{operator}({what}) needs a callable, got {fn!r}")
+    return refuse_async(operator, fn, what)
+
+
+def refuse_async(operator: str, fn: Callable[..., Any], what: str) -> Callable[..., Any]:
+    """``fn``, unless it is an async function (see :func:`check_callable`): ``TypeError``."""
+    if _is_async(fn):
+        raise TypeError(
+            f"{operator}({what}) needs a plain function, got the async function {fn!r}: "
+            f"{operator} calls it without awaiting, so it would get a coroutine. To await per "
+            "element, yield from an async generator `gen(x)` and use "
+            "concat_map(lambda x: rstreams.from_async_iterable(gen(x)))"
+        )
     return fn
+
+
+_ASYNC_CODE = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def _is_async(fn: object) -> bool:
+    """``async def`` or ``async def ... yield``, also behind ``functools.partial`` or ``__call__``."""
+    if type(fn) is FunctionType:  # a def or a lambda: one flag test (inspect's walk costs ~1 us)
+        return bool(fn.__code__.co_flags & _ASYNC_CODE)
+    for candidate in (fn, getattr(fn, "__call__", None)):  # noqa: B004 - the method, not callable()
+        if inspect.iscoroutinefunction(candidate) or inspect.isasyncgenfunction(candidate):
+            return True
+    return False
 
 
 def check_count(operator: str, n: object, name: str = "n") -> int:

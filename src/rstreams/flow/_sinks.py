@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import BlockingInLoopError
+from rstreams.flow._operator import refuse_async
 from rstreams.flow._signals import NONE_ITEM
 from rstreams.rules import check_error
 
@@ -400,6 +401,7 @@ def reduce(publisher: Publisher[T], fn: Callable[[A, T], A], initial: A) -> Sink
     """
     if not callable(fn):
         raise TypeError(f"reduce(fn, initial) needs a callable fn, got {fn!r}")
+    refuse_async("reduce", fn, "fn")
     sink: _Reduce[T, A] = _Sum(fn, initial) if fn is operator.add else _Reduce(fn, initial)
     return sink.start(check_publisher(publisher, "reduce"))
 
@@ -421,6 +423,7 @@ def for_each(
     """
     if not callable(on_next):
         raise TypeError(f"for_each(on_next) needs a callable, got {on_next!r}")
+    refuse_async("for_each", on_next, "on_next")
     if window is not None:
         check_window(window, "for_each")
     return _ForEach(on_next, window).start(check_publisher(publisher, "for_each"))
