@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 import pytest
@@ -143,3 +144,49 @@ def test_indexes_across_batches(batched: bool) -> None:
     assert source.element_at(517).result(WAIT) == 517
     source = rstreams.range(0, 1000) if batched else rstreams.from_iterable(iter(range(1000)))
     assert source.last().result(WAIT) == 999
+
+
+@pytest.mark.parametrize("name", ["first", "last", "element_at"])
+def test_result_that_times_out_cancels_the_subscription_nobody_else_holds(name: str) -> None:
+    """``flow.first().result(t)`` subscribes itself: when the wait ends without the element,
+    the subscription it made is cancelled (the caller has no handle to do it), and the
+    ``TimeoutError`` says what timed out."""
+    publisher: ManualPublisher[int] = ManualPublisher()
+    make = {"first": publisher.first, "last": publisher.last, "element_at": lambda: publisher.element_at(0)}
+    with pytest.raises(TimeoutError, match=r"no element within timeout=0\.01 s; its subscription was cancel"):
+        make[name]().result(0.01)
+    assert publisher.cancelled == 1
+
+
+def test_result_refused_on_the_loops_thread_cancels_what_it_subscribed() -> None:
+    publisher: ManualPublisher[int] = ManualPublisher()
+
+    async def main() -> None:
+        publisher.first().result(1)
+
+    with pytest.raises(RuntimeError, match=r"SinkResult\.result"):
+        asyncio.run(main())
+    assert publisher.cancelled == 1
+
+
+@pytest.mark.parametrize(
+    ("timeout", "kind", "message"),
+    [
+        (-1, ValueError, "first().result(timeout=) needs a number of seconds >= 0 or None, got -1"),
+        (math.nan, ValueError, "first().result(timeout=) needs a number of seconds >= 0 or None, got nan"),
+        ("1", TypeError, "first().result(timeout=) needs a number of seconds >= 0 or None, got '1'"),
+        (True, TypeError, "first().result(timeout=) needs a number of seconds >= 0 or None, got True"),
+    ],
+)
+def test_a_bad_result_timeout_is_refused_before_subscribing(
+    timeout: Any, kind: type[Exception], message: str
+) -> None:
+    publisher: ManualPublisher[int] = ManualPublisher()
+    with pytest.raises(kind) as caught:
+        publisher.first().result(timeout)
+    assert str(caught.value) == message
+    assert publisher.subscriber is None
+    pending = publisher.collect()
+    with pytest.raises(kind, match=r"^SinkResult\.result"):
+        pending.result(timeout)
+    pending.cancel()

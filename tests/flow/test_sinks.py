@@ -359,3 +359,10 @@ class ManualFlow(rstreams.Flow[Any]):
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         rstreams.from_iterable(self.items).subscribe(PassThrough(subscriber))  # it has no on_next_many
+
+
+def test_result_timeout_says_the_subscription_runs_on() -> None:
+    result = collect(ManualPublisher())
+    with pytest.raises(TimeoutError, match=r"did not end within timeout=0\.01 s; its subscription is still"):
+        result.result(0.01)
+    result.cancel()

@@ -24,7 +24,7 @@ from rstreams.api import Publisher, Subscriber
 from rstreams.errors import ReactiveStreamsError
 from rstreams.flow._operator import MISSING, OperatorFlow, OperatorSubscriber
 from rstreams.flow._signals import NONE_ITEM
-from rstreams.flow._sinks import SinkResult, SinkSubscriber, check_publisher
+from rstreams.flow._sinks import SinkResult, SinkSubscriber, check_publisher, check_timeout
 from rstreams.rules import check_error
 
 __all__ = ["MISSING", "ElementFlow", "NoSuchElementError"]
@@ -69,8 +69,24 @@ class ElementFlow(OperatorFlow[T, T], Generic[T]):
         return _Single[T]().start(check_publisher(self, self.name))
 
     def result(self, timeout: float | None = None) -> T:
-        """Subscribe and block until the element is there (see :meth:`SinkResult.result`)."""
-        return self.sink().result(timeout)
+        """Subscribe and block until the element is there (see :meth:`SinkResult.result`).
+
+        Nobody else holds the subscription this makes, so a wait that ends without the
+        element (``timeout``, a refusal on a loop's thread, ``KeyboardInterrupt``) cancels it.
+        """
+        check_timeout(timeout, f"{self.name}.result")
+        sink = self.sink()
+        try:
+            return sink.result(timeout)
+        except BaseException as error:
+            if sink.done():
+                raise  # the stream's own error
+            sink.cancel()
+            if isinstance(error, TimeoutError):
+                raise TimeoutError(
+                    f"{self.name}: no element within timeout={timeout:g} s; its subscription was cancelled"
+                ) from None
+            raise
 
     def __await__(self) -> Generator[Any, None, T]:
         return self.sink().__await__()

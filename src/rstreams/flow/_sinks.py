@@ -37,6 +37,7 @@ __all__ = [
     "SinkResult",
     "SinkSubscriber",
     "check_publisher",
+    "check_timeout",
     "check_window",
     "collect",
     "count",
@@ -76,6 +77,7 @@ class SinkResult(Generic[T]):
         once: blocking would stop the very loop the stream may need; ``await`` the result there
         instead.
         """
+        check_timeout(timeout, "SinkResult.result")
         future = self._future
         if not future.done() and _loop_running_here():
             raise BlockingInLoopError(
@@ -83,7 +85,15 @@ class SinkResult(Generic[T]):
                 "before the stream ended; blocking here would stop that loop. Use "
                 "`await flow.collect()` (or `await result`) inside a coroutine instead"
             )
-        return future.result(timeout)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            if future.done():
+                raise  # the stream's own error (a StreamTimeoutError, say)
+            raise TimeoutError(
+                f"the stream did not end within timeout={timeout:g} s; its subscription is still "
+                "active: call cancel() to stop it, or result() again to wait on"
+            ) from None
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """Block until the stream ends; the error it failed with, or ``None``."""
@@ -374,6 +384,17 @@ def check_publisher(publisher: Publisher[T], where: str) -> Publisher[T]:
             f"{where}() needs a Publisher (an object with subscribe(subscriber)), got {publisher!r}"
         )
     return publisher
+
+
+def check_timeout(timeout: float | None, where: str) -> None:
+    """``timeout`` must be ``None`` or a number of seconds >= 0 (``0``: do not wait)."""
+    problem = f"{where}(timeout=) needs a number of seconds >= 0 or None, got {timeout!r}"
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(problem)
+    if not timeout >= 0:  # also refuses nan
+        raise ValueError(problem)
 
 
 def check_window(window: int, where: str) -> int:
